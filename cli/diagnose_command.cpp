@@ -1,0 +1,54 @@
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "commands.h"
+#include "diagnosis.h"
+#include "stalldx/trace_io.h"
+
+namespace stalldx::cli {
+
+namespace {
+struct DiagnoseArgs {
+  std::string trace, svg;
+  bool json = false, no_summaries = false;
+  diagnose::Thresholds th;
+};
+}  // namespace
+
+Action add_diagnose_command(CLI::App& app) {
+  auto a = std::make_shared<DiagnoseArgs>();
+  CLI::App* sub = app.add_subcommand("diagnose", "give every step of a stalldx trace a verdict, with evidence");
+  sub->add_option("trace", a->trace, "trace file written by stalldx run --trace")->required();
+  sub->add_flag("--json", a->json, "print the report as JSON");
+  sub->add_option("--svg", a->svg, "write a per-step busy + stall chart as SVG");
+  sub->add_flag("--no-summaries", a->no_summaries, "leave out the summary tables");
+  sub->add_option("--device-bound-ms", a->th.device_bound_ms, "stall at or under this (ms) is device-bound")->capture_default_str();
+  sub->add_option("--device-bound-fraction", a->th.device_bound_fraction, "... or under this fraction of the step window")->capture_default_str();
+  sub->add_option("--dominant-share", a->th.dominant_share, "share of the stall a class needs to name the verdict")->capture_default_str();
+  sub->add_option("--warmup", a->th.warmup_steps, "warm-up steps (-1 = from the trace's config)")->capture_default_str();
+  return [a] {
+    Trace t;
+    if (Status st = read_trace_file(a->trace, t); !st.is_ok()) {
+      fmt::print(stderr, "stalldx diagnose: {}\n", st.message());
+      return 2;
+    }
+    const diagnose::Report rep = diagnose::diagnose(t, a->th);
+    if (a->json) std::cout << diagnose::report_json(rep) << "\n";
+    else std::cout << diagnose::report_text(rep, !a->no_summaries);
+    if (!a->svg.empty()) {
+      std::ofstream out(a->svg);
+      out << diagnose::report_svg(rep);
+      out.close();
+      if (!out) {
+        fmt::print(stderr, "stalldx diagnose: cannot write '{}'\n", a->svg);
+        return 1;
+      }
+    }
+    return 0;
+  };
+}
+
+}  // namespace stalldx::cli

@@ -1,0 +1,170 @@
+#include "generator.h"
+
+#include <fmt/format.h>
+#include <tbb/global_control.h>
+#include <tbb/parallel_for.h>
+#include <turbojpeg.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <vector>
+
+#include "synth_image.h"
+
+namespace fs = std::filesystem;
+
+namespace stalldx::datasets {
+
+namespace {
+
+enum class Planted { ok, truncated, zero_byte, garbage, not_jpeg };
+const char* planted_name(Planted p) {
+  switch (p) {
+    case Planted::ok: return "ok";
+    case Planted::truncated: return "truncated";
+    case Planted::zero_byte: return "zero_byte";
+    case Planted::garbage: return "garbage";
+    case Planted::not_jpeg: return "not_jpeg";
+  }
+  return "?";
+}
+
+// Deterministic choice of which images are bad: every k-th image where k = round(1/fraction).
+Planted planted_kind(std::uint64_t index, double fraction) {
+  if (fraction <= 0) return Planted::ok;
+  const auto every = static_cast<std::uint64_t>(std::max(1.0, std::round(1.0 / fraction)));
+  if (index % every != every / 2) return Planted::ok;
+  return static_cast<Planted>(1 + (index / every) % 4);
+}
+
+struct Entry {
+  std::string rel;
+  int label = 0;
+  std::uint64_t bytes = 0;
+  int width = 0, height = 0;
+  Planted kind = Planted::ok;
+};
+
+Status write_file(const fs::path& p, const unsigned char* data, std::size_t n) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(n));
+  out.close();
+  if (!out) return Status::io(fmt::format("cannot write '{}'", p.string()));
+  return Status::ok();
+}
+
+}  // namespace
+
+Status generate_dataset(const GeneratorOptions& o, GeneratorReport& report) {
+  if (o.root.empty()) return Status::invalid("dataset root must not be empty");
+  if (o.classes <= 0 || o.images_per_class <= 0)
+    return Status::invalid(fmt::format("classes ({}) and images per class ({}) must be > 0", o.classes, o.images_per_class));
+  if (o.bad_fraction < 0 || o.bad_fraction > 1) return Status::invalid("bad fraction must be in [0, 1]");
+  std::error_code ec;
+  fs::create_directories(o.root, ec);
+  if (ec) return Status::io(fmt::format("cannot create '{}': {}", o.root, ec.message()));
+  for (int c = 0; c < o.classes; ++c) {
+    fs::create_directories(fs::path(o.root) / fmt::format("class_{:03}", c), ec);
+    if (ec) return Status::io(fmt::format("cannot create class folder in '{}': {}", o.root, ec.message()));
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::uint64_t n = static_cast<std::uint64_t>(o.classes) * static_cast<std::uint64_t>(o.images_per_class);
+  std::vector<Entry> entries(n);
+  std::mutex err_mu;
+  std::string first_error;
+  std::unique_ptr<tbb::global_control> limit;
+  if (o.threads > 0) limit = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism, o.threads);
+
+  tbb::parallel_for(std::uint64_t{0}, n, [&](std::uint64_t i) {
+    Entry& e = entries[i];
+    e.label = static_cast<int>(i / o.images_per_class);
+    e.rel = fmt::format("class_{:03}/img_{:06}.jpg", e.label, i);
+    e.kind = planted_kind(i, o.bad_fraction);
+    const ImageSpec spec = pick_spec(o.seed, i);
+    std::vector<std::uint8_t> data;
+    if (e.kind == Planted::zero_byte) {
+      // nothing
+    } else if (e.kind == Planted::garbage || e.kind == Planted::not_jpeg) {
+      std::mt19937_64 rng(o.seed * 31 + i);
+      data.resize(4096 + rng() % 8192);
+      for (auto& b : data) b = static_cast<std::uint8_t>(rng());
+      if (e.kind == Planted::not_jpeg) {  // a PNG signature: a real file, just not a JPEG
+        const unsigned char png[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+        std::copy(png, png + 8, data.begin());
+      } else {
+        data[0] = 0xFF; data[1] = 0xD8;  // garbage that starts like a JPEG
+      }
+    } else {
+      const std::vector<std::uint8_t> rgb = synthesize_rgb(spec, o.seed, i);
+      tjhandle tj = tjInitCompress();
+      unsigned char* jpeg = nullptr;
+      unsigned long size = 0;
+      const int rc = tjCompress2(tj, rgb.data(), spec.width, 0, spec.height, TJPF_RGB, &jpeg, &size, TJSAMP_420,
+                                 spec.quality, TJFLAG_ACCURATEDCT);
+      if (rc == 0) {
+        data.assign(jpeg, jpeg + size);
+        if (e.kind == Planted::truncated) data.resize(size * 2 / 5);
+        e.width = spec.width;
+        e.height = spec.height;
+      } else {
+        std::lock_guard<std::mutex> lock(err_mu);
+        if (first_error.empty()) first_error = tjGetErrorStr2(tj);
+      }
+      tjFree(jpeg);
+      tjDestroy(tj);
+    }
+    e.bytes = data.size();
+    Status st = write_file(fs::path(o.root) / e.rel, data.data(), data.size());
+    if (!st.is_ok()) {
+      std::lock_guard<std::mutex> lock(err_mu);
+      if (first_error.empty()) first_error = st.message();
+    }
+  });
+  if (!first_error.empty()) return Status::io(fmt::format("dataset generation failed: {}", first_error));
+
+  std::ofstream manifest(fs::path(o.root) / "manifest.tsv", std::ios::trunc);
+  manifest << "# path\tlabel\tbytes\twidth\theight\tkind\n";
+  report = GeneratorReport{};
+  for (const Entry& e : entries) {
+    manifest << e.rel << '\t' << e.label << '\t' << e.bytes << '\t' << e.width << '\t' << e.height << '\t'
+             << planted_name(e.kind) << '\n';
+    report.images++;
+    report.total_bytes += e.bytes;
+    if (e.kind != Planted::ok) report.bad_planted++;
+  }
+  manifest.close();
+  if (!manifest) return Status::io(fmt::format("cannot write manifest in '{}'", o.root));
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return Status::ok();
+}
+
+Status ensure_default_dataset(std::string& root, bool verbose) {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  fs::path cache = xdg && *xdg ? fs::path(xdg) : fs::path(home && *home ? home : "/tmp") / ".cache";
+  const fs::path dir = cache / "stalldx" / "default-food101like-v1";
+  root = dir.string();
+  const fs::path stamp = dir / ".complete";
+  if (fs::exists(stamp)) return Status::ok();
+  GeneratorOptions o;
+  o.root = root;
+  o.classes = 101;
+  o.images_per_class = 12;  // 1212 images: enough for several distinct batches of 128
+  o.seed = 2026;
+  if (verbose) fmt::print(stderr, "stalldx: making the default dataset (once) in {}\n", root);
+  GeneratorReport rep;
+  Status st = generate_dataset(o, rep);
+  if (!st.is_ok()) return st;
+  std::ofstream(stamp) << "ok\n";
+  if (verbose)
+    fmt::print(stderr, "stalldx: {} images, {:.1f} KB mean, in {:.1f} s\n", rep.images,
+               rep.total_bytes / 1024.0 / static_cast<double>(rep.images), rep.seconds);
+  return Status::ok();
+}
+
+}  // namespace stalldx::datasets

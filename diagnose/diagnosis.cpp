@@ -1,0 +1,328 @@
+// Per-step verdicts: windows on the device's busy timeline, idle time attributed to what the consumer
+// thread was doing (innermost range), wait time split by the producers' work on the awaited batch.
+#include "diagnosis.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "context.h"
+
+namespace stalldx::diagnose {
+
+const char* class_name(StallClass c) {
+  switch (c) {
+    case StallClass::retrieval: return "retrieval";
+    case StallClass::decoding: return "decoding";
+    case StallClass::submission: return "submission";
+    case StallClass::unattributed: return "unattributed";
+  }
+  return "?";
+}
+
+std::string verdict_name(Verdict v, bool standin) {
+  switch (v) {
+    case Verdict::retrieval: return "retrieval";
+    case Verdict::decoding: return "decoding";
+    case Verdict::submission: return "submission";
+    case Verdict::device_bound: return standin ? "consumer-bound" : "device-bound";
+    case Verdict::mixed: return "mixed";
+    case Verdict::unattributed: return "unattributed";
+    case Verdict::no_device_records: return "no-device-records";
+  }
+  return "?";
+}
+
+namespace {
+
+// Names the submission cause of a runtime call from its API name and the device work it launched.
+std::string call_cause(const TraceIndex& ix, const RuntimeCall& c, int copies_in_step) {
+  const std::string& n = ix.trace.name(c.name);
+  if (n.find("Synchronize") != std::string::npos || n.find("EventQuery") != std::string::npos)
+    return fmt::format("synchronization inside the step ({})", n);
+  if (n.find("HostRegister") != std::string::npos || n.find("HostUnregister") != std::string::npos ||
+      n.find("HostAlloc") != std::string::npos || n.find("MallocHost") != std::string::npos ||
+      n.find("FreeHost") != std::string::npos || n == "cudaMalloc" || n == "cudaFree")
+    return fmt::format("host allocation/pinning inside the step ({})", n);
+  if (auto it = ix.activities_by_corr.find(c.correlation); it != ix.activities_by_corr.end())
+    for (std::size_t i : it->second) {
+      const DeviceActivity& a = ix.trace.activities[i];
+      if (is_memcpy(a.kind) && a.host_mem == MemKind::pageable) return fmt::format("pageable copy ({})", n);
+      if (is_memcpy(a.kind) && copies_in_step > 1)
+        return fmt::format("per-sample copies ({} copies in this step, {})", copies_in_step, n);
+    }
+  return fmt::format("CUDA runtime call ({})", n);
+}
+
+struct StepAccumulator {
+  std::array<double, kClassCount> cls{};
+  std::map<std::string, double> causes;     // cause text -> idle ms
+  std::vector<std::string> records;
+  const HostRange* holds_both = nullptr;    // a range that covered idle time and also submitted a copy
+  InputSplit last_split;
+  bool any_split = false;
+  int copies_in_step = 0;
+};
+
+bool submits_copy(const TraceIndex& ix, const HostRange& r) {
+  for (const RuntimeCall* c : ix.consumer_calls) {
+    if (c->begin_ns < r.begin_ns || c->end_ns > r.end_ns) continue;
+    if (auto it = ix.activities_by_corr.find(c->correlation); it != ix.activities_by_corr.end())
+      for (std::size_t i : it->second)
+        if (ix.trace.activities[i].kind == ActivityKind::memcpy_h2d) return true;
+  }
+  return false;
+}
+
+void attribute(const TraceIndex& ix, Interval gap, std::size_t& seg_cursor, StepAccumulator& acc) {
+  const auto& segs = ix.segments;
+  while (seg_cursor < segs.size() && segs[seg_cursor].end <= gap.begin) ++seg_cursor;
+  std::int64_t t = gap.begin;
+  const auto nranges = static_cast<std::int32_t>(ix.consumer_ranges.size());
+  for (std::size_t i = seg_cursor; i < segs.size() && segs[i].begin < gap.end; ++i) {
+    const std::int64_t b = std::max(segs[i].begin, gap.begin), e = std::min(segs[i].end, gap.end);
+    if (b > t) { acc.cls[3] += ms(b - t); acc.causes["consumer outside any range"] += ms(b - t); }
+    t = std::max(t, e);
+    const double d = ms(e - b);
+    if (d <= 0) continue;
+    const std::int32_t owner = segs[i].owner;
+    if (owner >= nranges) {
+      const RuntimeCall& c = *ix.consumer_calls[static_cast<std::size_t>(owner - nranges)];
+      acc.cls[static_cast<int>(StallClass::submission)] += d;
+      acc.causes[call_cause(ix, c, acc.copies_in_step)] += d;
+      if (acc.records.size() < 6) acc.records.push_back(fmt::format("{} correlation {}", ix.trace.name(c.name), c.correlation));
+      continue;
+    }
+    const HostRange& r = *ix.consumer_ranges[static_cast<std::size_t>(owner)];
+    switch (r.role) {
+      case Role::wait_batch: {
+        const InputSplit s = split_wait(ix, r);
+        if (!s.known) {
+          acc.cls[3] += d;
+          acc.causes[fmt::format("wait_batch with no producer records for batch {}", r.batch)] += d;
+          break;
+        }
+        acc.cls[static_cast<int>(StallClass::retrieval)] += d * s.retrieval_fraction;
+        acc.cls[static_cast<int>(StallClass::decoding)] += d * (1 - s.retrieval_fraction);
+        acc.causes[fmt::format("waiting for batch {}", r.batch)] += d;
+        acc.last_split = s;
+        acc.any_split = true;
+        if (acc.records.size() < 6)
+          acc.records.push_back(fmt::format("wait_batch step {} batch {} at {:.3f} ms", r.step, r.batch,
+                                            ms(r.begin_ns - ix.trace.meta.origin_ns)));
+        break;
+      }
+      case Role::submit:
+        acc.cls[static_cast<int>(StallClass::submission)] += d;
+        acc.causes[fmt::format("host submission work in '{}'", ix.trace.name(r.name))] += d;
+        break;
+      case Role::sync:
+        acc.cls[static_cast<int>(StallClass::submission)] += d;
+        acc.causes[fmt::format("synchronization in '{}'", ix.trace.name(r.name))] += d;
+        break;
+      default:
+        acc.cls[3] += d;
+        acc.causes[fmt::format("inside '{}' ({})", ix.trace.name(r.name), role_name(r.role))] += d;
+        if (r.role != Role::step && !acc.holds_both && submits_copy(ix, r)) acc.holds_both = &r;
+        break;
+    }
+  }
+  if (t < gap.end) { acc.cls[3] += ms(gap.end - t); acc.causes["consumer outside any range"] += ms(gap.end - t); }
+}
+
+void decide(const Thresholds& th, const Coverage& cov, StepAccumulator& acc, StepDiagnosis& sd) {
+  sd.class_ms = acc.cls;
+  const double limit = std::max(th.device_bound_ms, th.device_bound_fraction * sd.window_ms);
+  std::array<int, kClassCount> order{0, 1, 2, 3};
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return acc.cls[a] > acc.cls[b]; });
+  sd.top = static_cast<StallClass>(order[0]);
+  sd.second = static_cast<StallClass>(order[1]);
+  const double share = sd.stall_ms > 0 ? acc.cls[order[0]] / sd.stall_ms : 0;
+  if (sd.stall_ms <= limit) sd.verdict = Verdict::device_bound;
+  else if (share >= th.dominant_share)
+    sd.verdict = sd.top == StallClass::unattributed ? Verdict::unattributed : static_cast<Verdict>(order[0]);
+  else sd.verdict = Verdict::mixed;
+
+  std::vector<std::pair<double, std::string>> causes;
+  for (auto& [k, v] : acc.causes) causes.emplace_back(v, k);
+  std::sort(causes.rbegin(), causes.rend());
+  for (auto& [v, k] : causes) sd.details.push_back(fmt::format("{:.3f} ms idle: {}", v, k));
+  for (auto& r : acc.records) sd.details.push_back("record: " + r);
+
+  std::string split;
+  if (acc.any_split) {
+    const InputSplit& s = acc.last_split;
+    split = fmt::format("; producers on the batch: reads {:.1f} ms{}, decodes {:.1f} ms{}", s.read_ms,
+                        s.read_cpu_ratio >= 0 ? fmt::format(" (cpu/wall {:.2f})", s.read_cpu_ratio) : "", s.decode_ms,
+                        s.decode_cpu_ratio >= 0 ? fmt::format(" (cpu/wall {:.2f})", s.decode_cpu_ratio) : "");
+  }
+  if (sd.verdict == Verdict::device_bound) {
+    sd.evidence = fmt::format("stall {:.2f} ms <= {:.2f} ms threshold: busy {:.2f} of {:.2f} ms, work was queued in time",
+                              sd.stall_ms, limit, sd.busy_ms, sd.window_ms);
+  } else {
+  sd.evidence = fmt::format("stall {:.2f} of {:.2f} ms{}{}", sd.stall_ms, sd.window_ms,
+                            causes.empty() ? std::string() : fmt::format(": {} {:.0f}%", causes[0].second,
+                                                                         100 * causes[0].first / std::max(sd.stall_ms, 1e-9)),
+                            split);
+  }
+  switch (sd.verdict) {
+    case Verdict::device_bound:
+      sd.next_question = "the device had work queued: a faster input pipeline buys nothing here; the step itself is the limit";
+      break;
+    case Verdict::retrieval:
+      sd.next_question = acc.any_split && acc.last_split.read_cpu_ratio >= 0 && acc.last_split.read_cpu_ratio < th.waiting_cpu_ratio
+                             ? "reads ran mostly off-CPU (waiting on storage): measure the storage's latency/bandwidth; more concurrent reads hide latency, not a bandwidth cap"
+                             : "is storage the limit? compare read time per file with the step time";
+      break;
+    case Verdict::decoding:
+      if (!cov.cpu_time) sd.next_question = "collect thread CPU time to tell waiting from running";
+      else if (acc.any_split && acc.last_split.decode_cpu_ratio >= 0 && acc.last_split.decode_cpu_ratio < th.contention_cpu_ratio)
+        sd.next_question = "decode threads ran only part of their wall time: CPU contention (more threads than cores, or a busy host)?";
+      else sd.next_question = "decoding is CPU-bound: more workers, DCT-scaled / region decode, or a cheaper transform";
+      break;
+    case Verdict::submission:
+      sd.next_question = causes.empty() ? "which CUDA call blocks?" : fmt::format("why does '{}' block the consumer?", causes[0].second);
+      break;
+    case Verdict::mixed:
+      sd.next_question = fmt::format("two causes share this stall: look at {} and {} separately", class_name(sd.top), class_name(sd.second));
+      break;
+    case Verdict::unattributed:
+      sd.next_question = "the consumer was outside any wait/submit range: add ranges around that code";
+      break;
+    case Verdict::no_device_records: break;
+  }
+}
+
+// "H2D copy 1.459 ms ends 0.949 ms after 'data_load' closed": a copy is not its host range's duration.
+void describe_copies(const TraceIndex& ix, const std::vector<std::size_t>& acts, StepDiagnosis& sd) {
+  const Trace& t = ix.trace;
+  int shown = 0, copies = 0;
+  for (std::size_t i : acts) {
+    const DeviceActivity& a = t.activities[i];
+    if (!is_memcpy(a.kind)) continue;
+    ++copies;
+    if (shown >= 2) continue;
+    const HostRange* enclosing = nullptr;
+    const RuntimeCall* call = nullptr;
+    if (auto it = ix.call_by_corr.find(a.correlation); it != ix.call_by_corr.end()) call = it->second;
+    if (call)
+      for (const HostRange* r : ix.consumer_ranges)
+        if (r->role != Role::step && r->begin_ns <= call->begin_ns && r->end_ns >= call->end_ns &&
+            (!enclosing || r->end_ns - r->begin_ns < enclosing->end_ns - enclosing->begin_ns))
+          enclosing = r;
+    std::string where;
+    if (enclosing)
+      where = fmt::format(", ends {:.3f} ms {} '{}' closed", std::abs(ms(a.end_ns - enclosing->end_ns)),
+                          a.end_ns >= enclosing->end_ns ? "after" : "before", t.name(enclosing->name));
+    sd.details.push_back(fmt::format("{} {} {:.3f} ms ({:.2f} MB, {}, correlation {}) at {:.3f}–{:.3f} ms{}",
+                                     activity_kind_name(a.kind), t.name(a.name), ms(a.end_ns - a.begin_ns), a.bytes / 1e6,
+                                     mem_kind_name(a.host_mem), a.correlation, ms(a.begin_ns - t.meta.origin_ns),
+                                     ms(a.end_ns - t.meta.origin_ns), where));
+    ++shown;
+  }
+  if (copies > 2) sd.details.push_back(fmt::format("{} copies in this step", copies));
+}
+
+}  // namespace
+
+Report diagnose(const Trace& t, const Thresholds& th) {
+  Report rep;
+  TraceIndex ix(t, th);
+  rep.device = t.meta.device;
+  Coverage& cov = rep.coverage;
+  cov.host = t.meta.host;
+  cov.cpu_time = t.meta.cpu_time;
+  cov.nvtx = t.meta.nvtx;
+  cov.cupti = t.meta.cupti;
+  cov.standin = ix.standin;
+  cov.device_records = !ix.busy.empty();
+  cov.dropped_host = t.meta.dropped_host;
+  cov.dropped_counters = t.meta.dropped_counters;
+  cov.dropped_device = t.meta.dropped_device;
+  cov.interrupted = t.meta.interrupted;
+  std::map<std::int64_t, std::int64_t> step_end;
+  std::map<std::int64_t, std::uint64_t> step_records;
+  std::map<std::int64_t, std::vector<std::size_t>> step_acts;
+  for (std::size_t i = 0; i < t.activities.size(); ++i) {
+    if (!is_device_work(t.activities[i].kind)) continue;
+    const std::int64_t s = ix.activity_step[i];
+    if (s < 0) { cov.unmatched_device++; continue; }
+    auto [it, fresh] = step_end.emplace(s, t.activities[i].end_ns);
+    if (!fresh) it->second = std::max(it->second, t.activities[i].end_ns);
+    step_records[s]++;
+    step_acts[s].push_back(i);
+  }
+  std::vector<std::string> lowered;
+  if (cov.dropped_host + cov.dropped_device > 0)
+    lowered.push_back(fmt::format("{} host and {} device records were dropped", cov.dropped_host, cov.dropped_device));
+  if (cov.unmatched_device > 0) lowered.push_back(fmt::format("{} device records have no step", cov.unmatched_device));
+  if (!cov.device_records) {
+    lowered.push_back("no device records");
+    cov.notes.push_back(cov.cupti ? "CUPTI was on but recorded no device work: verdicts are not given, only host waits"
+                                  : "device records were not collected (CUPTI off or unavailable): no verdicts, host waits only");
+  }
+  if (ix.steps.empty()) cov.notes.push_back("no step ranges: nothing to diagnose per step");
+  if (cov.interrupted) cov.notes.push_back("the run was interrupted: the last steps may be incomplete");
+  if (!lowered.empty()) {
+    cov.confidence = "lowered: ";
+    for (std::size_t i = 0; i < lowered.size(); ++i) cov.confidence += (i ? "; " : "") + lowered[i];
+  }
+
+  std::int64_t prev = ix.steps.empty() ? 0 : ix.steps.front()->begin_ns;
+  std::size_t busy_cursor = 0, gap_cursor = 0, seg_cursor = 0;
+  std::vector<Interval> idle;
+  for (const HostRange* sr : ix.steps) {
+    StepDiagnosis sd;
+    sd.step = sr->step;
+    sd.warmup = sr->step < ix.warmup;
+    StepAccumulator acc;
+    if (auto it = step_acts.find(sr->step); it != step_acts.end())
+      for (std::size_t i : it->second) acc.copies_in_step += is_memcpy(t.activities[i].kind) ? 1 : 0;
+    sd.copies = acc.copies_in_step;
+    idle.clear();
+    Interval window;
+    if (cov.device_records) {
+      auto it = step_end.find(sr->step);
+      const std::int64_t end = it == step_end.end() ? prev : std::max(prev, it->second);
+      if (it == step_end.end()) sd.details.push_back("no device work recorded for this step: its idle time moves to the next step");
+      window = {prev, end};
+      sd.device_records = step_records[sr->step];
+      gaps(ix.busy, window, gap_cursor, idle);
+      sd.busy_ms = ms(covered(ix.busy, window, busy_cursor));
+      prev = end;
+    } else {
+      window = {sr->begin_ns, sr->end_ns};  // host-only: what the consumer waited on inside its step
+      idle.push_back(window);
+    }
+    sd.window_begin_ms = ms(window.begin - t.meta.origin_ns);
+    sd.window_end_ms = ms(window.end - t.meta.origin_ns);
+    sd.window_ms = ms(window.end - window.begin);
+    for (const Interval& g : idle) attribute(ix, g, seg_cursor, acc);
+    if (!cov.device_records) {
+      // Only the consumer's waits count as stall; the rest of the step is its own work.
+      acc.cls[3] = 0;
+      acc.causes.erase("consumer outside any range");
+      for (auto it = acc.causes.begin(); it != acc.causes.end();)
+        it = it->first.rfind("inside '", 0) == 0 ? acc.causes.erase(it) : std::next(it);
+      seg_cursor = 0;
+    }
+    sd.stall_ms = acc.cls[0] + acc.cls[1] + acc.cls[2] + acc.cls[3];
+    decide(th, cov, acc, sd);
+    if (acc.holds_both) {
+      const HostRange& r = *acc.holds_both;
+      sd.next_question = fmt::format(
+          "split batch retrieval from transfer submission: range '{}' ({:.3f}–{:.3f} ms) both covers the idle time and submitted the H2D copy",
+          t.name(r.name), ms(r.begin_ns - t.meta.origin_ns), ms(r.end_ns - t.meta.origin_ns));
+    }
+    if (!cov.device_records) sd.verdict = Verdict::no_device_records;
+    if (auto it = step_acts.find(sd.step); it != step_acts.end()) describe_copies(ix, it->second, sd);
+    rep.steps.push_back(std::move(sd));
+  }
+  build_summaries(t, ix, rep);
+  build_run_summary(t, th, rep);
+  return rep;
+}
+
+}  // namespace stalldx::diagnose

@@ -1,0 +1,60 @@
+#include <nlohmann/json.hpp>
+
+#include "diagnosis.h"
+
+namespace stalldx::diagnose {
+
+namespace {
+nlohmann::json rows(const std::vector<SummaryRow>& v) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const SummaryRow& r : v)
+    a.push_back({{"group", r.group}, {"name", r.name}, {"count", r.count}, {"total_ms", r.total_ms}, {"mean_ms", r.mean_ms},
+                 {"p95_ms", r.p95_ms}, {"max_ms", r.max_ms}, {"bytes", r.bytes}});
+  return a;
+}
+}  // namespace
+
+std::string report_json(const Report& rep) {
+  using nlohmann::json;
+  const Coverage& c = rep.coverage;
+  json j;
+  j["device"] = rep.device;
+  j["coverage"] = {{"host", c.host}, {"cpu_time", c.cpu_time}, {"nvtx", c.nvtx}, {"cupti", c.cupti},
+                   {"device_records", c.device_records}, {"standin", c.standin}, {"dropped_host", c.dropped_host},
+                   {"dropped_counters", c.dropped_counters}, {"dropped_device", c.dropped_device},
+                   {"unmatched_device", c.unmatched_device}, {"interrupted", c.interrupted}, {"confidence", c.confidence},
+                   {"notes", c.notes}};
+  json steps = json::array();
+  for (const StepDiagnosis& s : rep.steps) {
+    steps.push_back({{"step", s.step}, {"warmup", s.warmup}, {"window_begin_ms", s.window_begin_ms},
+                     {"window_end_ms", s.window_end_ms}, {"window_ms", s.window_ms}, {"busy_ms", s.busy_ms},
+                     {"stall_ms", s.stall_ms}, {"verdict", verdict_name(s.verdict, c.standin)},
+                     {"top", class_name(s.top)}, {"second", class_name(s.second)},
+                     {"class_ms", {{"retrieval", s.class_ms[0]}, {"decoding", s.class_ms[1]}, {"submission", s.class_ms[2]},
+                                   {"unattributed", s.class_ms[3]}}},
+                     {"evidence", s.evidence}, {"details", s.details}, {"next_question", s.next_question},
+                     {"device_records", s.device_records}, {"copies", s.copies}});
+  }
+  j["steps"] = steps;
+  const RunSummary& sum = rep.summary;
+  json counts = json::object();
+  for (auto& [v, n] : sum.verdict_counts) counts[v] = n;
+  j["summary"] = {{"steady_steps", sum.steady_steps}, {"warmup_steps", sum.warmup_steps}, {"verdict_counts", counts},
+                  {"dominant", sum.dominant},
+                  {"stall_ms", {{"retrieval", sum.stall_ms[0]}, {"decoding", sum.stall_ms[1]}, {"submission", sum.stall_ms[2]},
+                                {"unattributed", sum.stall_ms[3]}}},
+                  {"window_ms", sum.steady_window_ms}, {"busy_ms", sum.steady_busy_ms}, {"stall_total_ms", sum.steady_stall_ms},
+                  {"recommendations", sum.recommendations}};
+  j["host_summary"] = rows(rep.host_summary);
+  j["api_summary"] = rows(rep.api_summary);
+  j["device_summary"] = rows(rep.device_summary);
+  json bw = json::array();
+  for (const BandwidthRow& b : rep.bandwidth)
+    bw.push_back({{"kind", b.kind}, {"copies", b.copies}, {"bytes", b.bytes}, {"total_ms", b.total_ms}, {"gbps", b.gbps}});
+  j["bandwidth"] = bw;
+  j["device_busy_union_ms"] = rep.device_busy_union_ms;
+  j["device_busy_sum_ms"] = rep.device_busy_sum_ms;
+  return j.dump(2);
+}
+
+}  // namespace stalldx::diagnose

@@ -1,0 +1,101 @@
+#include <algorithm>
+#include <map>
+
+#include "context.h"
+
+namespace stalldx::diagnose {
+
+TraceIndex::TraceIndex(const Trace& t, const Thresholds& th) : trace(t) {
+  // Consumer = the thread that owns most step ranges.
+  std::map<std::uint32_t, int> step_threads;
+  for (const HostRange& r : t.ranges)
+    if (r.role == Role::step) step_threads[r.thread]++;
+  int best = -1;
+  for (auto& [thread, n] : step_threads)
+    if (n > best) { best = n; consumer = thread; }
+  std::map<std::int64_t, const HostRange*> by_step;
+  for (const HostRange& r : t.ranges) {
+    if (r.thread == consumer && !step_threads.empty()) {
+      consumer_ranges.push_back(&r);
+      if (r.role == Role::step && r.step >= 0) by_step.emplace(r.step, &r);
+    } else if ((r.role == Role::retrieval || r.role == Role::decode) && r.batch >= 0) {
+      producer_by_batch[r.batch].push_back(&r);
+    }
+  }
+  for (auto& [s, r] : by_step) steps.push_back(r);
+  for (const RuntimeCall& c : t.calls)
+    if (c.thread == consumer) {
+      consumer_calls.push_back(&c);
+      call_by_corr.emplace(c.correlation, &c);
+    }
+
+  std::vector<Interval> owners;
+  owners.reserve(consumer_ranges.size() + consumer_calls.size());
+  for (const HostRange* r : consumer_ranges) owners.push_back({r->begin_ns, r->end_ns});
+  for (const RuntimeCall* c : consumer_calls) owners.push_back({c->begin_ns, c->end_ns});
+  segments = innermost_segments(owners);
+
+  std::unordered_map<std::uint64_t, std::int64_t> call_step;
+  for (const RuntimeCall& c : t.calls)
+    if (c.step >= 0) call_step.emplace(c.correlation, c.step);
+  activity_step.resize(t.activities.size(), -1);
+  std::vector<Interval> work;
+  for (std::size_t i = 0; i < t.activities.size(); ++i) {
+    const DeviceActivity& a = t.activities[i];
+    if (a.device < 0) standin = true;
+    if (!is_device_work(a.kind)) continue;
+    // A pageable copy is paced by the host staging it through a driver buffer, not by the device: its
+    // time is not busy time, so it shows up as idle and is attributed to the call that staged it.
+    if (!(is_memcpy(a.kind) && a.host_mem == MemKind::pageable)) work.push_back({a.begin_ns, a.end_ns});
+    std::int64_t s = a.step;
+    if (s < 0 && a.correlation != 0) {
+      auto it = call_step.find(a.correlation);
+      if (it != call_step.end()) s = it->second;
+    }
+    activity_step[i] = s;
+    if (a.correlation != 0) activities_by_corr[a.correlation].push_back(i);
+  }
+  busy = merge_union(std::move(work));
+  if (t.meta.config.count("standin") && t.meta.config.at("standin") == "true") standin = true;
+
+  warmup = 0;
+  if (th.warmup_steps >= 0) {
+    warmup = th.warmup_steps;
+  } else if (auto it = t.meta.config.find("warmup"); it != t.meta.config.end()) {
+    try { warmup = std::max(0, std::stoi(it->second)); } catch (...) { warmup = 0; }
+  }
+}
+
+InputSplit split_wait(const TraceIndex& ix, const HostRange& w) {
+  InputSplit s;
+  const std::int64_t batch = w.batch >= 0 ? w.batch : w.step;
+  auto it = ix.producer_by_batch.find(batch);
+  if (it == ix.producer_by_batch.end()) return s;
+  double r_ov = 0, d_ov = 0, r_tot = 0, d_tot = 0;
+  double r_cpu = 0, r_wall = 0, d_cpu = 0, d_wall = 0;
+  for (const HostRange* p : it->second) {
+    const double ov = ms(std::max<std::int64_t>(0, std::min(p->end_ns, w.end_ns) - std::max(p->begin_ns, w.begin_ns)));
+    const double wall = ms(p->end_ns - p->begin_ns);
+    const bool read = p->role == Role::retrieval;
+    (read ? r_ov : d_ov) += ov;
+    (read ? r_tot : d_tot) += wall;
+    if (p->cpu_ns >= 0) {
+      (read ? r_cpu : d_cpu) += ms(p->cpu_ns);
+      (read ? r_wall : d_wall) += wall;
+    }
+  }
+  if (r_ov + d_ov > 0) {
+    s.retrieval_fraction = r_ov / (r_ov + d_ov);
+    s.known = true;
+  } else if (r_tot + d_tot > 0) {
+    s.retrieval_fraction = r_tot / (r_tot + d_tot);
+    s.known = true;
+  }
+  s.read_ms = r_ov;
+  s.decode_ms = d_ov;
+  if (r_wall > 0) s.read_cpu_ratio = r_cpu / r_wall;
+  if (d_wall > 0) s.decode_cpu_ratio = d_cpu / d_wall;
+  return s;
+}
+
+}  // namespace stalldx::diagnose

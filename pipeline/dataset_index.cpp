@@ -1,0 +1,124 @@
+#include "dataset_index.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace stalldx::pipeline {
+
+namespace {
+
+bool has_image_ext(const fs::path& p) {
+  std::string e = p.extension().string();
+  std::transform(e.begin(), e.end(), e.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return e == ".jpg" || e == ".jpeg";
+}
+
+Status load_tree(const fs::path& root, DatasetIndex& out) {
+  std::error_code ec;
+  std::vector<fs::path> dirs;
+  for (fs::directory_iterator it(root, fs::directory_options::skip_permission_denied, ec), end; !ec && it != end; it.increment(ec))
+    if (it->is_directory(ec)) dirs.push_back(it->path());
+  if (ec) return Status::io(fmt::format("cannot list dataset folder '{}': {}", root.string(), ec.message()));
+  std::sort(dirs.begin(), dirs.end());
+  for (std::size_t c = 0; c < dirs.size(); ++c) {
+    std::vector<fs::path> files;
+    for (fs::directory_iterator it(dirs[c], fs::directory_options::skip_permission_denied, ec), end; !ec && it != end; it.increment(ec)) {
+      std::error_code fe;
+      // Symlinks are followed; a dangling or looping link is kept so that reading it is counted as bad.
+      if (has_image_ext(it->path()) && (it->is_regular_file(fe) || it->is_symlink(fe))) files.push_back(it->path());
+    }
+    if (ec) {
+      out.warnings.push_back(fmt::format("cannot list '{}': {}", dirs[c].string(), ec.message()));
+      ec.clear();
+      continue;
+    }
+    std::sort(files.begin(), files.end());
+    out.classes.push_back(dirs[c].filename().string());
+    for (auto& f : files) out.samples.push_back({f.string(), static_cast<std::int32_t>(out.classes.size() - 1)});
+  }
+  return Status::ok();
+}
+
+Status load_manifest(const fs::path& file, DatasetIndex& out) {
+  std::ifstream in(file);
+  if (!in) return Status::io(fmt::format("cannot open manifest '{}'", file.string()));
+  const fs::path base = file.parent_path();
+  std::string line;
+  std::size_t lineno = 0;
+  std::map<std::int32_t, bool> labels;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream ss(line);
+    std::string path, label_s;
+    std::getline(ss, path, '\t');
+    std::getline(ss, label_s, '\t');
+    std::int32_t label = 0;
+    try {
+      std::size_t used = 0;
+      label = static_cast<std::int32_t>(std::stol(label_s, &used));
+      if (used != label_s.size() || label < 0) throw std::invalid_argument("label");
+    } catch (const std::exception&) {
+      out.skipped_entries++;
+      if (out.warnings.size() < 5)
+        out.warnings.push_back(fmt::format("{}:{}: expected 'path<TAB>label', skipped", file.string(), lineno));
+      continue;
+    }
+    fs::path p(path);
+    if (p.is_relative()) p = base / p;
+    out.samples.push_back({p.string(), label});
+    labels[label] = true;
+  }
+  for (auto& [l, _] : labels) out.classes.push_back(fmt::format("{}", l));
+  return Status::ok();
+}
+
+Status load_list(const fs::path& file, DatasetIndex& out) {
+  std::ifstream in(file);
+  if (!in) return Status::io(fmt::format("cannot open file list '{}'", file.string()));
+  std::string line;
+  std::map<std::string, std::int32_t> classes;
+  std::vector<std::pair<std::string, std::string>> rows;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    fs::path p(line);
+    if (p.is_relative()) p = file.parent_path() / p;
+    rows.emplace_back(p.string(), p.parent_path().filename().string());
+    classes.emplace(rows.back().second, 0);
+  }
+  std::int32_t next = 0;
+  for (auto& [name, id] : classes) { id = next++; out.classes.push_back(name); }
+  for (auto& [path, cls] : rows) out.samples.push_back({path, classes[cls]});
+  return Status::ok();
+}
+
+}  // namespace
+
+Status load_index(const std::string& source, DatasetIndex& out) {
+  out = DatasetIndex{};
+  out.root = source;
+  if (source.empty()) return Status::invalid("no dataset given");
+  std::error_code ec;
+  const fs::path p(source);
+  if (!fs::exists(p, ec)) return Status::invalid(fmt::format("dataset '{}' does not exist", source));
+  Status st;
+  if (fs::is_directory(p, ec)) {
+    st = fs::exists(p / "manifest.tsv") ? load_manifest(p / "manifest.tsv", out) : load_tree(p, out);
+  } else if (p.extension() == ".tsv") {
+    st = load_manifest(p, out);
+  } else {
+    st = load_list(p, out);
+  }
+  if (!st.is_ok()) return st;
+  if (out.samples.empty()) return Status::invalid(fmt::format("dataset '{}' has no JPEG samples", source));
+  return Status::ok();
+}
+
+}  // namespace stalldx::pipeline

@@ -1,0 +1,30 @@
+// The dataset index: every sample's path and label, from an ImageFolder tree, a manifest (.tsv: path,
+// label, ...) or a plain file list (one path per line, label = parent folder order).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stalldx/status.h"
+
+namespace stalldx::pipeline {
+
+struct SampleEntry {
+  std::string path;   // absolute or relative to the process cwd
+  std::int32_t label = 0;
+};
+
+struct DatasetIndex {
+  std::string root;
+  std::vector<SampleEntry> samples;
+  std::vector<std::string> classes;
+  std::uint64_t skipped_entries = 0;   // manifest lines that could not be parsed (counted, named in warnings)
+  std::vector<std::string> warnings;
+};
+
+// Loads `source`: a directory (ImageFolder; uses its manifest.tsv when present), a .tsv manifest, or a
+// .txt file list. Deterministic order (sorted). Empty result → invalid_argument.
+Status load_index(const std::string& source, DatasetIndex& out);
+
+}  // namespace stalldx::pipeline

@@ -1,0 +1,37 @@
+// The producer: a dispatcher thread that takes free slots, assigns them the next batch from the
+// sampler, and has a oneTBB arena of `workers` threads fill them (per-sample SampleLoader tasks).
+// Batches complete in any order; the consumer asks the pool for them in order.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <thread>
+
+#include "bad_samples.h"
+#include "batch_pool.h"
+#include "dataset_index.h"
+#include "run_config.h"
+#include "storage.h"
+
+namespace stalldx::pipeline {
+
+class Producer {
+ public:
+  // `pool`, `index`, `config` and `bad` must outlive the producer.
+  Producer(const RunConfig& config, const DatasetIndex& index, BatchPool& pool, BadSampleLog& bad);
+  ~Producer();  // stops and joins
+  void start();
+  // Stops dispatching, closes the pool, waits for in-flight samples. Idempotent.
+  void stop();
+  bool failed() const { return failed_.load(); }    // a bad sample under --on-bad-sample fail
+  std::uint64_t samples_loaded() const { return samples_.load(); }
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+  std::atomic<bool> failed_{false};
+  std::atomic<std::uint64_t> samples_{0};
+};
+
+}  // namespace stalldx::pipeline

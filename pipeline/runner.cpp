@@ -1,0 +1,194 @@
+#include "runner.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "batch_pool.h"
+#include "checksum.h"
+#include "dataset_index.h"
+#include "producer.h"
+#include "stalldx/profiler.h"
+
+namespace stalldx::pipeline {
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double rank = p / 100.0 * static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(rank));
+  const auto hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (rank - static_cast<double>(lo));
+}
+
+Status validate(const RunConfig& c) {
+  if (c.workers <= 0) return Status::invalid(fmt::format("--workers must be >= 1 (got {})", c.workers));
+  if (c.workers > 1024) return Status::invalid(fmt::format("--workers {} is absurd (max 1024)", c.workers));
+  if (c.prefetch <= 0) return Status::invalid(fmt::format("--prefetch must be >= 1 (got {})", c.prefetch));
+  if (c.batch <= 0) return Status::invalid(fmt::format("--batch must be >= 1 (got {})", c.batch));
+  if (c.steps <= 0) return Status::invalid(fmt::format("--steps must be >= 1 (got {})", c.steps));
+  if (c.warmup < 0) return Status::invalid(fmt::format("--warmup must be >= 0 (got {})", c.warmup));
+  if (c.size < 8 || c.size > 4096) return Status::invalid(fmt::format("--size must be in [8, 4096] (got {})", c.size));
+  if (c.inflight <= 0) return Status::invalid(fmt::format("--inflight must be >= 1 (got {})", c.inflight));
+  if (c.step_ms < 0 || c.device_ms < 0) return Status::invalid("--step-ms and --device-ms must be >= 0");
+  if (c.read_latency_ms < 0 || c.read_bandwidth_mbps < 0 || c.spike_ms < 0 || c.spike_every < 0)
+    return Status::invalid("storage knobs (--read-latency-ms, --read-bandwidth-mbps, --spike-*) must be >= 0");
+  if (batch_bytes(c) * static_cast<std::size_t>(c.prefetch + 3) > (64ull << 30))
+    return Status::invalid(fmt::format("{} batches of {:.1f} MB would exceed 64 GB of slots", c.prefetch + 3, batch_bytes(c) / 1e6));
+  return Status::ok();
+}
+
+namespace {
+void fill_stats(RunResult& r) {
+  r.step_p50 = percentile(r.step_ms, 50);
+  r.step_p95 = percentile(r.step_ms, 95);
+  r.step_max = r.step_ms.empty() ? 0 : *std::max_element(r.step_ms.begin(), r.step_ms.end());
+  r.wait_p50 = percentile(r.wait_ms, 50);
+  r.wait_p95 = percentile(r.wait_ms, 95);
+  r.wait_max = r.wait_ms.empty() ? 0 : *std::max_element(r.wait_ms.begin(), r.wait_ms.end());
+  double sum = 0;
+  for (double w : r.wait_ms) sum += w;
+  r.wait_mean = r.wait_ms.empty() ? 0 : sum / static_cast<double>(r.wait_ms.size());
+}
+
+void describe_config(const RunConfig& c, Session& s) {
+  s.set_meta("data", c.data);
+  s.set_meta("workers", fmt::format("{}", c.workers));
+  s.set_meta("prefetch", fmt::format("{}", c.prefetch));
+  s.set_meta("batch", fmt::format("{}", c.batch));
+  s.set_meta("warmup", fmt::format("{}", c.warmup));
+  s.set_meta("steps", fmt::format("{}", c.steps));
+  s.set_meta("output", to_string(c.output));
+  s.set_meta("transform", to_string(c.transform));
+  s.set_meta("device_kind", to_string(c.device));
+  s.set_meta("step_ms", fmt::format("{}", c.step_ms));
+  s.set_meta("device_ms", fmt::format("{}", c.device_ms));
+  s.set_meta("inflight", fmt::format("{}", c.inflight));
+  s.set_meta("memory", to_string(c.memory));
+  s.set_meta("copy", to_string(c.copy));
+  s.set_meta("pin_per_batch", c.pin_per_batch ? "true" : "false");
+  s.set_meta("sync_every_step", c.sync_every_step ? "true" : "false");
+  s.set_meta("read_latency_ms", fmt::format("{}", c.read_latency_ms));
+  s.set_meta("read_bandwidth_mbps", fmt::format("{}", c.read_bandwidth_mbps));
+  s.set_meta("cold_cache", c.cold_cache ? "true" : "false");
+  s.set_meta("spike_every", fmt::format("{}", c.spike_every));
+  s.set_meta("spike_ms", fmt::format("{}", c.spike_ms));
+  s.set_meta("dct_scaling", c.dct_scaling ? "true" : "false");
+  s.set_meta("roi_decode", c.roi_decode ? "true" : "false");
+}
+}  // namespace
+
+Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<bool>* stop) {
+  r = RunResult{};
+  RunConfig c = config_in;
+  if (Status st = validate(c); !st.is_ok()) return st;
+  DatasetIndex index;
+  if (Status st = load_index(c.data, index); !st.is_ok()) return st;
+  r.dataset_size = index.samples.size();
+  r.index_warnings = index.warnings;
+  if (index.samples.size() < static_cast<std::size_t>(c.batch))
+    return Status::invalid(fmt::format("--batch {} is larger than the dataset ({} samples in '{}')", c.batch,
+                                       index.samples.size(), c.data));
+
+  // Device: auto = CUDA when a device is present, else the host stand-in with a notice.
+  std::unique_ptr<DeviceStage> stage;
+  if (c.device != DeviceKind::none) {
+    std::string why;
+    if (cuda_device_present(why)) {
+      if (Status st = make_cuda_stage(c, stage); !st.is_ok()) return st;
+      c.device = DeviceKind::cuda;
+    } else if (c.device == DeviceKind::cuda) {
+      return Status::unavailable(fmt::format("--device cuda: no usable CUDA device ({})", why));
+    } else {
+      r.device_notice = fmt::format("no CUDA device ({}): running CPU-only, a host stand-in plays the GPU step (--device none)", why);
+    }
+  }
+  if (!stage) {
+    c.device = DeviceKind::none;
+    stage = make_host_standin(c);
+  }
+  r.config = c;
+
+  // Slots: `prefetch` ready ahead + the consumer's + any still being read by an in-flight copy.
+  r.slots = c.prefetch + 1 + stage->extra_slots();
+  std::unique_ptr<BatchPool> pool;
+  if (Status st = BatchPool::create(r.slots, batch_bytes(c), stage->allocator(), pool); !st.is_ok()) return st;
+
+  Session session;
+  if (c.profile) {
+    SessionOptions so;
+    so.cpu_time = c.cpu_time;
+    if (Status st = session.start(so); !st.is_ok()) return st;
+    describe_config(c, session);
+  }
+  set_thread_name("consumer");
+
+  BadSampleLog bad;
+  Producer producer(c, index, *pool, bad);
+  producer.start();
+
+  const int total = c.warmup + c.steps;
+  std::int64_t prev_end = now_ns();
+  std::int64_t steady_begin = prev_end;
+  Status failure;
+  for (int s = 0; s < total; ++s) {
+    if (stop && stop->load()) { r.interrupted = true; break; }
+    if (s == c.warmup) steady_begin = prev_end;
+    double wait_ms = 0;
+    {
+      StepMark mark(s, s);
+      BatchSlot* slot = nullptr;
+      {
+        STALLDX_RANGE(wait_batch, "wait_batch", RangeIds{s, s, -1});
+        const std::int64_t w0 = now_ns();
+        slot = pool->wait_ready(s);
+        wait_ms = (now_ns() - w0) / 1e6;
+      }
+      if (slot == nullptr || producer.failed()) {
+        r.failed_bad_sample = producer.failed();
+        break;
+      }
+      const std::uint64_t sum = c.verify ? host_checksum(slot->data, slot->bytes) : 0;
+      if (c.verify) r.batch_checksums.push_back(sum);
+      std::function<void()> fence;
+      failure = stage->submit_step(s, *slot, sum, fence);
+      pool->release(slot, std::move(fence));
+      if (!failure.is_ok()) break;
+    }
+    const std::int64_t end = now_ns();
+    const double ms = (end - prev_end) / 1e6;
+    prev_end = end;
+    r.steps_completed = s + 1;
+    if (s < c.warmup) r.warmup_step_ms.push_back(ms);
+    else { r.step_ms.push_back(ms); r.wait_ms.push_back(wait_ms); }
+  }
+  Status fin = stage->finish();
+  const std::int64_t steady_end = now_ns();
+  producer.stop();
+  if (failure.is_ok()) failure = fin;
+
+  r.device = stage->stats();
+  r.bad = bad.snapshot();
+  r.images = static_cast<std::uint64_t>(r.step_ms.size()) * static_cast<std::uint64_t>(c.batch);
+  r.seconds = (steady_end - steady_begin) / 1e9;
+  r.images_per_second = r.seconds > 0 ? static_cast<double>(r.images) / r.seconds : 0;
+  fill_stats(r);
+  if (c.profile) {
+    session.set_interrupted(r.interrupted, r.steps_completed);
+    session.stop();
+    Trace& t = session.mutable_trace();
+    stage->append_records(t);
+    t.meta.device = r.device.description;
+    t.meta.config["standin"] = r.device.standin ? "true" : "false";
+    r.trace = std::move(t);
+    r.has_trace = true;
+  }
+  if (!failure.is_ok()) return failure;
+  if (r.failed_bad_sample)
+    return Status::invalid(fmt::format("a bad sample stopped the run (--on-bad-sample fail): {}",
+                                       r.bad.first.empty() ? "?" : r.bad.first.front()));
+  return Status::ok();
+}
+
+}  // namespace stalldx::pipeline

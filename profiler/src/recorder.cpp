@@ -1,0 +1,168 @@
+#include "recorder.h"
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "stalldx/hooks.h"
+
+namespace stalldx {
+
+std::int64_t now_ns() noexcept {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+CollectorHooks& collector_hooks() noexcept {
+  static CollectorHooks hooks;
+  return hooks;
+}
+
+namespace detail {
+
+SessionState& session_state() {
+  static SessionState state;
+  return state;
+}
+
+namespace {
+thread_local ThreadBuffer* tls_buffer = nullptr;
+thread_local std::uint64_t tls_generation = ~0ull;
+thread_local std::string tls_thread_name;
+
+std::int64_t thread_cpu_ns() noexcept {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+std::int64_t thread_ctx_switches() noexcept {
+  rusage ru;
+  if (getrusage(RUSAGE_THREAD, &ru) != 0) return -1;
+  return ru.ru_nvcsw + ru.ru_nivcsw;
+}
+// Coarse roles get CPU time: their ranges are long enough (≥ tens of µs) that two syscalls vanish.
+bool samples_cpu(Role role) noexcept {
+  return role == Role::retrieval || role == Role::decode || role == Role::wait_batch || role == Role::step ||
+         role == Role::sync;
+}
+}  // namespace
+
+ThreadBuffer* thread_buffer() noexcept {
+  SessionState& s = session_state();
+  if (!s.recording.load(std::memory_order_relaxed)) return nullptr;
+  const std::uint64_t gen = s.generation.load(std::memory_order_acquire);
+  if (tls_generation == gen) return tls_buffer;
+  // First record of this thread in this session: register (once; takes the lock and allocates).
+  auto buf = std::make_shared<ThreadBuffer>();
+  buf->os_tid = static_cast<std::int64_t>(syscall(SYS_gettid));
+  buf->name = tls_thread_name.empty() ? "thread" : tls_thread_name;
+  buf->range_cap = s.range_cap;
+  buf->counter_cap = s.counter_cap;
+  buf->ranges.reset(new RawRange[buf->range_cap]);        // default-init: pages untouched until used
+  buf->counters.reset(new RawCounter[buf->counter_cap]);
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.generation.load(std::memory_order_relaxed) != gen) return nullptr;  // session changed meanwhile
+    s.buffers.push_back(buf);
+  }
+  tls_buffer = buf.get();
+  tls_generation = gen;
+  return tls_buffer;
+}
+
+bool recording() noexcept { return session_state().recording.load(std::memory_order_relaxed); }
+
+void begin_range(OpenRange& r) noexcept {
+  SessionState& s = session_state();
+  r.active = s.recording.load(std::memory_order_relaxed);
+  if (!r.active) return;
+  if (s.nvtx) {
+    if (auto push = collector_hooks().range_push) push(r.name, r.role);
+  }
+  r.begin_ns = now_ns();
+  // CPU samples sit inside the wall interval, so cpu/wall <= 1 up to the CPU clock's granularity.
+  if (s.cpu_time && samples_cpu(r.role)) {
+    r.csw_begin = thread_ctx_switches();
+    r.cpu_begin_ns = thread_cpu_ns();
+  } else {
+    r.cpu_begin_ns = -1;
+    r.csw_begin = -1;
+  }
+}
+
+void end_range(OpenRange& r) noexcept {
+  if (!r.active) return;
+  std::int64_t cpu_end = -1, csw_end = -1;
+  if (r.cpu_begin_ns >= 0) {
+    cpu_end = thread_cpu_ns();
+    csw_end = thread_ctx_switches();
+  }
+  const std::int64_t end = now_ns();
+  SessionState& s = session_state();
+  if (s.nvtx) {
+    if (auto pop = collector_hooks().range_pop) pop();
+  }
+  ThreadBuffer* buf = thread_buffer();
+  if (buf == nullptr) return;  // session stopped while the range was open: not part of this trace
+  const std::size_t n = buf->range_count.load(std::memory_order_relaxed);
+  if (n >= buf->range_cap) {
+    buf->range_dropped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  RawRange& out = buf->ranges[n];
+  out.begin_ns = r.begin_ns;
+  out.end_ns = end;
+  out.step = r.ids.step;
+  out.batch = r.ids.batch;
+  out.sample = r.ids.sample;
+  if (r.cpu_begin_ns >= 0) {
+    out.cpu_ns = cpu_end - r.cpu_begin_ns;
+    out.ctx_switches = (csw_end >= 0 && r.csw_begin >= 0) ? csw_end - r.csw_begin : -1;
+  } else {
+    out.cpu_ns = -1;
+    out.ctx_switches = -1;
+  }
+  out.bytes = r.bytes;
+  out.name = r.name;
+  out.role = r.role;
+  buf->range_count.store(n + 1, std::memory_order_release);
+}
+
+}  // namespace detail
+
+void counter(NameId name, double value) noexcept {
+  detail::ThreadBuffer* buf = detail::thread_buffer();
+  if (buf == nullptr) return;
+  const std::size_t n = buf->counter_count.load(std::memory_order_relaxed);
+  if (n >= buf->counter_cap) {
+    buf->counter_dropped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  buf->counters[n] = detail::RawCounter{now_ns(), value, name};
+  buf->counter_count.store(n + 1, std::memory_order_release);
+}
+
+void set_thread_name(std::string_view name) { detail::tls_thread_name.assign(name); }
+
+StepMark::StepMark(std::int64_t step, std::int64_t batch) noexcept {
+  static const NameId kStep = register_name("step");
+  r_.name = kStep;
+  r_.role = Role::step;
+  r_.ids = RangeIds{step, batch, -1};
+  r_.bytes = 0;
+  detail::begin_range(r_);
+  if (r_.active) {
+    if (auto push = collector_hooks().step_push) push(step);
+  }
+}
+
+StepMark::~StepMark() {
+  if (r_.active) {
+    if (auto pop = collector_hooks().step_pop) pop();
+  }
+  detail::end_range(r_);
+}
+
+}  // namespace stalldx

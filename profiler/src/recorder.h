@@ -1,0 +1,58 @@
+// Internal: the per-thread bounded record buffers and the registry the session drains.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "stalldx/profiler.h"
+
+namespace stalldx::detail {
+
+// POD mirror of HostRange without the thread (implicit: the buffer's) so that `new RawRange[n]` leaves
+// pages untouched until written — a large bound costs only what is used.
+struct RawRange {
+  std::int64_t begin_ns, end_ns, step, batch, sample, cpu_ns, ctx_switches;
+  std::uint64_t bytes;
+  NameId name;
+  Role role;
+};
+struct RawCounter {
+  std::int64_t ts_ns;
+  double value;
+  NameId name;
+};
+
+// One thread's buffers for one session. Single writer (the owning thread); the drainer reads up to the
+// published count (release/acquire), after recording stopped.
+struct ThreadBuffer {
+  std::int64_t os_tid = 0;
+  std::string name;
+  std::unique_ptr<RawRange[]> ranges;
+  std::unique_ptr<RawCounter[]> counters;
+  std::size_t range_cap = 0, counter_cap = 0;
+  std::atomic<std::size_t> range_count{0}, counter_count{0};
+  std::atomic<std::uint64_t> range_dropped{0}, counter_dropped{0};
+};
+
+struct SessionState {
+  std::atomic<bool> recording{false};
+  std::atomic<std::uint64_t> generation{0};
+  bool cpu_time = false;
+  bool nvtx = false;
+  std::size_t range_cap = 0, counter_cap = 0;
+  std::mutex mu;  // guards buffers (registration only; never taken while recording a range)
+  std::vector<std::shared_ptr<ThreadBuffer>> buffers;
+};
+SessionState& session_state();
+
+// The calling thread's buffer for the current session, registering it on first use; nullptr if the
+// session is not recording.
+ThreadBuffer* thread_buffer() noexcept;
+
+std::vector<std::string> name_table();  // snapshot of every registered name, index = NameId
+
+}  // namespace stalldx::detail

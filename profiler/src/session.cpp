@@ -1,0 +1,100 @@
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "recorder.h"
+#include "stalldx/hooks.h"
+#include "stalldx/profiler.h"
+#include "stalldx/trace_io.h"
+
+namespace stalldx {
+
+namespace {
+DeviceCollector*& collector_slot() {
+  static DeviceCollector* c = nullptr;
+  return c;
+}
+}  // namespace
+
+void set_device_collector(DeviceCollector* collector) noexcept { collector_slot() = collector; }
+DeviceCollector* device_collector() noexcept { return collector_slot(); }
+
+Session::Session() = default;
+Session::~Session() { stop(); }
+
+Status Session::start(const SessionOptions& options) {
+  detail::SessionState& s = detail::session_state();
+  if (s.recording.load()) return Status::invalid("a stalldx session is already recording");
+  if (options.ranges_per_thread == 0 || options.counters_per_thread == 0)
+    return Status::invalid("session buffer bounds must be > 0");
+  options_ = options;
+  trace_ = Trace{};
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.buffers.clear();
+    s.cpu_time = options.cpu_time;
+    s.nvtx = options.nvtx && collector_hooks().range_push != nullptr;
+    s.range_cap = options.ranges_per_thread;
+    s.counter_cap = options.counters_per_thread;
+    s.generation.fetch_add(1, std::memory_order_acq_rel);
+  }
+  trace_.meta.host = options.host;
+  trace_.meta.cpu_time = options.host && options.cpu_time;
+  trace_.meta.nvtx = s.nvtx;
+  trace_.meta.origin_ns = now_ns();
+  if (options.cupti && device_collector() != nullptr) {
+    Status st = device_collector()->start();
+    trace_.meta.cupti = st.is_ok();
+    if (!st.is_ok()) trace_.meta.config["cupti_warning"] = st.message();
+  }
+  s.recording.store(options.host, std::memory_order_release);
+  running_ = true;
+  return Status::ok();
+}
+
+void Session::set_meta(std::string key, std::string value) { trace_.meta.config[std::move(key)] = std::move(value); }
+
+void Session::set_interrupted(bool interrupted, std::int64_t steps_completed) {
+  trace_.meta.interrupted = interrupted;
+  trace_.meta.steps_completed = steps_completed;
+}
+
+void Session::stop() {
+  if (!running_) return;
+  running_ = false;
+  detail::SessionState& s = detail::session_state();
+  s.recording.store(false, std::memory_order_release);
+  std::vector<std::shared_ptr<detail::ThreadBuffer>> buffers;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    buffers.swap(s.buffers);
+    s.generation.fetch_add(1, std::memory_order_acq_rel);  // late writers re-register into nothing
+  }
+  trace_.names = detail::name_table();
+  for (std::size_t t = 0; t < buffers.size(); ++t) {
+    detail::ThreadBuffer& b = *buffers[t];
+    const auto lane = static_cast<std::uint32_t>(t);
+    trace_.threads.push_back(ThreadInfo{lane, b.os_tid, b.name});
+    const std::size_t nr = b.range_count.load(std::memory_order_acquire);
+    for (std::size_t i = 0; i < nr; ++i) {
+      const detail::RawRange& r = b.ranges[i];
+      trace_.ranges.push_back(HostRange{r.begin_ns, r.end_ns, lane, r.name, r.role, r.step, r.batch, r.sample,
+                                        r.cpu_ns, r.ctx_switches, r.bytes});
+    }
+    const std::size_t nc = b.counter_count.load(std::memory_order_acquire);
+    for (std::size_t i = 0; i < nc; ++i) {
+      const detail::RawCounter& c = b.counters[i];
+      trace_.counters.push_back(CounterSample{c.ts_ns, c.name, c.value});
+    }
+    trace_.meta.dropped_host += b.range_dropped.load();
+    trace_.meta.dropped_counters += b.counter_dropped.load();
+  }
+  std::sort(trace_.ranges.begin(), trace_.ranges.end(),
+            [](const HostRange& a, const HostRange& b) { return a.begin_ns < b.begin_ns; });
+  std::sort(trace_.counters.begin(), trace_.counters.end(),
+            [](const CounterSample& a, const CounterSample& b) { return a.ts_ns < b.ts_ns; });
+  if (trace_.meta.cupti && device_collector() != nullptr) device_collector()->stop_and_drain(trace_);
+}
+
+Status Session::write(const std::string& path) const { return write_trace_file(trace_, path); }
+
+}  // namespace stalldx

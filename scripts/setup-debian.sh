@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Installs every Debian package stalldx builds and tests with. Idempotent; run as root (or with sudo).
+set -euo pipefail
+SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends \
+  cmake ninja-build g++ clang libclang-rt-dev pkg-config \
+  libtbb-dev libturbojpeg0-dev libjpeg62-turbo-dev libcli11-dev libfmt-dev nlohmann-json3-dev \
+  libgtest-dev libgmock-dev libbenchmark-dev >/dev/null
+echo "stalldx: Debian packages installed"

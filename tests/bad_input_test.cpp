@@ -1,0 +1,161 @@
+// Every kind of bad file: skipped (or fatal under --on-bad-sample fail), counted, named; the batch
+// still full; no crash.
+#include <gtest/gtest.h>
+#include <turbojpeg.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "generator.h"
+#include "jpeg_decoder.h"
+#include "runner.h"
+#include "synth_image.h"
+#include "test_support.h"
+
+namespace fs = std::filesystem;
+
+namespace stalldx::pipeline {
+namespace {
+
+std::vector<std::uint8_t> good_jpeg(int pf = TJPF_RGB) {
+  const datasets::ImageSpec spec{320, 240, 90};
+  std::vector<std::uint8_t> rgb = datasets::synthesize_rgb(spec, 1, 1);
+  std::vector<std::uint8_t> px = rgb;
+  if (pf == TJPF_CMYK) {
+    px.resize(320 * 240 * 4);
+    for (int i = 0; i < 320 * 240; ++i)
+      for (int k = 0; k < 4; ++k) px[i * 4 + k] = k < 3 ? 255 - rgb[i * 3 + k] : 0;
+  }
+  tjhandle tj = tjInitCompress();
+  unsigned char* out = nullptr;
+  unsigned long size = 0;
+  EXPECT_EQ(tjCompress2(tj, px.data(), 320, 0, 240, pf, &out, &size, TJSAMP_420, 90, 0), 0);
+  std::vector<std::uint8_t> v(out, out + size);
+  tjFree(out);
+  tjDestroy(tj);
+  return v;
+}
+
+void put(const fs::path& p, const std::vector<std::uint8_t>& v) {
+  std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size()));
+}
+
+// Declares 60000x60000 in the SOF0 marker of a valid JPEG: a decompression bomb's header.
+std::vector<std::uint8_t> bomb() {
+  auto v = good_jpeg();
+  for (std::size_t i = 2; i + 9 < v.size(); ++i)
+    if (v[i] == 0xFF && (v[i + 1] == 0xC0 || v[i + 1] == 0xC2)) {
+      v[i + 5] = 0xEA; v[i + 6] = 0x60; v[i + 7] = 0xEA; v[i + 8] = 0x60;
+      break;
+    }
+  return v;
+}
+
+TEST(BadInput, DecoderNamesEachKind) {
+  JpegDecoder d;
+  JpegHeader h;
+  const auto good = good_jpeg();
+  std::vector<std::uint8_t> truncated(good.begin(), good.begin() + static_cast<long>(good.size() / 3));
+  const std::vector<std::uint8_t> garbage = {0xFF, 0xD8, 0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc};
+  const std::vector<std::uint8_t> png = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 0};
+  EXPECT_NE(d.read_header(png.data(), png.size(), h).message().find("not a JPEG"), std::string::npos);
+  EXPECT_FALSE(d.read_header(garbage.data(), garbage.size(), h).is_ok());
+  const auto cmyk = good_jpeg(TJPF_CMYK);
+  EXPECT_NE(d.read_header(cmyk.data(), cmyk.size(), h).message().find("CMYK"), std::string::npos);
+  const auto b = bomb();
+  EXPECT_NE(d.read_header(b.data(), b.size(), h).message().find("bomb"), std::string::npos);
+  ASSERT_TRUE(d.read_header(truncated.data(), truncated.size(), h).is_ok());  // the header survives
+  DecodedRegion r;
+  const Status st = d.decode({0, 0, 320, 240}, 1, false, r);
+  EXPECT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("corrupt"), std::string::npos) << st.message();
+  // The decoder is reusable after every failure.
+  ASSERT_TRUE(d.read_header(good.data(), good.size(), h).is_ok());
+  EXPECT_TRUE(d.decode({0, 0, 320, 240}, 1, false, r).is_ok());
+}
+
+std::string bad_dataset() {
+  const fs::path root = stalldx::testing::temp_dir("bad");
+  fs::create_directories(root / "a");
+  fs::create_directories(root / "b");
+  const auto good = good_jpeg();
+  for (int i = 0; i < 20; ++i) put(root / (i % 2 ? "a" : "b") / ("good_" + std::to_string(i) + ".jpg"), good);
+  put(root / "a" / "zero.jpg", {});
+  put(root / "a" / "truncated.jpg", std::vector<std::uint8_t>(good.begin(), good.begin() + static_cast<long>(good.size() / 3)));
+  put(root / "a" / "garbage.jpg", {0xFF, 0xD8, 1, 2, 3, 4, 5, 6, 7, 8});
+  put(root / "a" / "notjpeg.jpg", {'h', 'e', 'l', 'l', 'o'});
+  put(root / "b" / "cmyk.jpg", good_jpeg(TJPF_CMYK));
+  put(root / "b" / "bomb.jpg", bomb());
+  fs::create_directory(root / "b" / "directory.jpg");   // unreadable as a file
+  fs::create_symlink(root / "b" / "loop2.jpg", root / "b" / "loop1.jpg");  // symlink loop
+  fs::create_symlink(root / "b" / "loop1.jpg", root / "b" / "loop2.jpg");
+  fs::create_symlink(root / "b" / "missing.jpg", root / "b" / "dangling.jpg");
+  return root.string();
+}
+
+TEST(BadInput, RunSkipsCountsAndStillFillsBatches) {
+  RunConfig c;
+  c.data = bad_dataset();
+  c.device = DeviceKind::none;
+  c.batch = 8;
+  c.warmup = 0;
+  c.steps = 12;  // > one epoch of 30 entries: every bad file is met
+  c.workers = 2;
+  c.step_ms = 0;
+  RunResult r;
+  const Status st = run_pipeline(c, r);
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  EXPECT_EQ(r.images, 12u * 8u);
+  EXPECT_GE(r.bad.total, 9u);  // zero, truncated, garbage, notjpeg, cmyk, bomb, directory, 2 loops, dangling (some twice)
+  EXPECT_EQ(r.bad.unfilled, 0u);
+  EXPECT_GT(r.bad.by_kind["read"], 0u);
+  EXPECT_GT(r.bad.by_kind["decode"], 0u);
+  EXPECT_GT(r.bad.by_kind["unsupported"], 0u);
+  EXPECT_GT(r.bad.by_kind["too_large"], 0u);
+  EXPECT_FALSE(r.bad.first.empty());
+  EXPECT_LE(r.bad.first.size(), BadSampleReport::kMaxNamed);
+}
+
+TEST(BadInput, FailPolicyStopsTheRunWithTheFileNamed) {
+  RunConfig c;
+  c.data = bad_dataset();
+  c.device = DeviceKind::none;
+  c.batch = 8;
+  c.warmup = 0;
+  c.steps = 12;
+  c.workers = 2;
+  c.step_ms = 0;
+  c.on_bad_sample = BadSamplePolicy::fail;
+  RunResult r;
+  const Status st = run_pipeline(c, r);
+  EXPECT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("bad sample"), std::string::npos) << st.message();
+}
+
+TEST(BadInput, PlantedBadFilesFromTheGenerator) {
+  const std::string root = stalldx::testing::temp_dir("planted");
+  datasets::GeneratorOptions o;
+  o.root = root;
+  o.classes = 2;
+  o.images_per_class = 20;
+  o.bad_fraction = 0.1;
+  datasets::GeneratorReport rep;
+  ASSERT_TRUE(datasets::generate_dataset(o, rep).is_ok());
+  EXPECT_EQ(rep.bad_planted, 4u);
+  RunConfig c;
+  c.data = root;
+  c.device = DeviceKind::none;
+  c.batch = 10;
+  c.warmup = 0;
+  c.steps = 4;
+  c.workers = 2;
+  c.step_ms = 0;
+  c.transform = TransformKind::eval;
+  c.output = OutputFormat::uint8_nhwc;
+  RunResult r;
+  ASSERT_TRUE(run_pipeline(c, r).is_ok());
+  EXPECT_EQ(r.bad.total, 4u);  // eval: one pass over 40 files meets each planted file once
+}
+
+}  // namespace
+}  // namespace stalldx::pipeline
