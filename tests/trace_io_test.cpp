@@ -23,7 +23,7 @@ Trace sample_trace() {
   t.meta.dropped_device = 1;
   t.meta.unmatched_device = 2;
   t.meta.steps_completed = 11;
-  t.threads = {{0, 4242, "consumer"}, {1, 4243, "worker"}};
+  t.threads = {{0, 4242, "consumer", 139876543210ull}, {1, 4243, "worker", 18446744073709551615ull}};
   const auto step = t.intern("step"), read = t.intern("read_file"), memcpy_api = t.intern("cudaMemcpyAsync"),
              h2d = t.intern("h2d"), q = t.intern("ready_batches");
   t.ranges.push_back({o + 1, o + 5'000'001, 0, step, Role::step, 0, 0, -1, 4'000'000, 2, 0});

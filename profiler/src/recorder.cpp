@@ -1,5 +1,9 @@
 #include "recorder.h"
 
+#include <algorithm>
+
+#include <pthread.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -22,14 +26,19 @@ CollectorHooks& collector_hooks() noexcept {
 
 namespace detail {
 
-SessionState& session_state() {
-  static SessionState state;
-  return state;
+namespace {
+SessionState g_state;  // constant-initialized where possible; no guard on the hot path
 }
+SessionState& session_state() { return g_state; }
 
 namespace {
-thread_local ThreadBuffer* tls_buffer = nullptr;
-thread_local std::uint64_t tls_generation = ~0ull;
+// initial-exec TLS: a direct %fs-relative load on the hot path instead of a __tls_get_addr call (the
+// profiler is linked into executables, never dlopen'ed).
+struct TlsState {
+  ThreadBuffer* buffer;
+  std::uint64_t generation;
+};
+__attribute__((tls_model("initial-exec"))) thread_local TlsState tls{nullptr, ~0ull};
 thread_local std::string tls_thread_name;
 
 std::int64_t thread_cpu_ns() noexcept {
@@ -49,35 +58,54 @@ bool samples_cpu(Role role) noexcept {
 }
 }  // namespace
 
+template <typename T>
+RecordArray<T>::RecordArray(std::size_t n, bool populate) : bytes(n * sizeof(T)) {
+  // Populated up front (at the thread's registration), first-touch page faults stay off the range path.
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | (populate ? MAP_POPULATE : MAP_NORESERVE), -1, 0);
+  if (p == MAP_FAILED) {
+    bytes = 0;
+    return;
+  }
+  data = static_cast<T*>(p);
+}
+template <typename T>
+RecordArray<T>::~RecordArray() {
+  if (data) munmap(data, bytes);
+}
+template struct RecordArray<RawRange>;
+template struct RecordArray<RawCounter>;
+
 ThreadBuffer* thread_buffer() noexcept {
-  SessionState& s = session_state();
+  SessionState& s = g_state;
   if (!s.recording.load(std::memory_order_relaxed)) return nullptr;
   const std::uint64_t gen = s.generation.load(std::memory_order_acquire);
-  if (tls_generation == gen) return tls_buffer;
+  if (tls.generation == gen) return tls.buffer;
   // First record of this thread in this session: register (once; takes the lock and allocates).
   auto buf = std::make_shared<ThreadBuffer>();
   buf->os_tid = static_cast<std::int64_t>(syscall(SYS_gettid));
+  buf->pthread_id = static_cast<std::uint64_t>(pthread_self());
   buf->name = tls_thread_name.empty() ? "thread" : tls_thread_name;
   buf->range_cap = s.range_cap;
   buf->counter_cap = s.counter_cap;
-  buf->ranges.reset(new RawRange[buf->range_cap]);        // default-init: pages untouched until used
-  buf->counters.reset(new RawCounter[buf->counter_cap]);
+  buf->ranges = std::make_unique<RecordArray<RawRange>>(buf->range_cap, s.prefault);
+  buf->counters = std::make_unique<RecordArray<RawCounter>>(buf->counter_cap, s.prefault);
+  if (buf->ranges->data == nullptr || buf->counters->data == nullptr) return nullptr;  // no memory: not recorded
   {
     std::lock_guard<std::mutex> lock(s.mu);
     if (s.generation.load(std::memory_order_relaxed) != gen) return nullptr;  // session changed meanwhile
     s.buffers.push_back(buf);
   }
-  tls_buffer = buf.get();
-  tls_generation = gen;
-  return tls_buffer;
+  tls.buffer = buf.get();
+  tls.generation = gen;
+  return tls.buffer;
 }
 
-bool recording() noexcept { return session_state().recording.load(std::memory_order_relaxed); }
+bool recording() noexcept { return g_state.recording.load(std::memory_order_relaxed); }
 
 void begin_range(OpenRange& r) noexcept {
-  SessionState& s = session_state();
-  r.active = s.recording.load(std::memory_order_relaxed);
-  if (!r.active) return;
+  r.buffer = thread_buffer();
+  if (r.buffer == nullptr) return;
+  SessionState& s = g_state;
   if (s.nvtx) {
     if (auto push = collector_hooks().range_push) push(r.name, r.role);
   }
@@ -93,25 +121,26 @@ void begin_range(OpenRange& r) noexcept {
 }
 
 void end_range(OpenRange& r) noexcept {
-  if (!r.active) return;
+  ThreadBuffer* buf = r.buffer;
+  if (buf == nullptr) return;
   std::int64_t cpu_end = -1, csw_end = -1;
   if (r.cpu_begin_ns >= 0) {
     cpu_end = thread_cpu_ns();
     csw_end = thread_ctx_switches();
   }
   const std::int64_t end = now_ns();
-  SessionState& s = session_state();
+  SessionState& s = g_state;
   if (s.nvtx) {
     if (auto pop = collector_hooks().range_pop) pop();
   }
-  ThreadBuffer* buf = thread_buffer();
-  if (buf == nullptr) return;  // session stopped while the range was open: not part of this trace
+  // Session stopped while the range was open: not part of that trace.
+  if (!s.recording.load(std::memory_order_relaxed)) return;
   const std::size_t n = buf->range_count.load(std::memory_order_relaxed);
   if (n >= buf->range_cap) {
     buf->range_dropped.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  RawRange& out = buf->ranges[n];
+  RawRange& out = (*buf->ranges)[n];
   out.begin_ns = r.begin_ns;
   out.end_ns = end;
   out.step = r.ids.step;
@@ -119,7 +148,7 @@ void end_range(OpenRange& r) noexcept {
   out.sample = r.ids.sample;
   if (r.cpu_begin_ns >= 0) {
     out.cpu_ns = cpu_end - r.cpu_begin_ns;
-    out.ctx_switches = (csw_end >= 0 && r.csw_begin >= 0) ? csw_end - r.csw_begin : -1;
+    out.ctx_switches = (csw_end >= 0 && r.csw_begin >= 0) ? static_cast<std::int16_t>(std::min<std::int64_t>(csw_end - r.csw_begin, 32767)) : -1;
   } else {
     out.cpu_ns = -1;
     out.ctx_switches = -1;
@@ -140,7 +169,7 @@ void counter(NameId name, double value) noexcept {
     buf->counter_dropped.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  buf->counters[n] = detail::RawCounter{now_ns(), value, name};
+  (*buf->counters)[n] = detail::RawCounter{now_ns(), value, name};
   buf->counter_count.store(n + 1, std::memory_order_release);
 }
 
@@ -153,13 +182,13 @@ StepMark::StepMark(std::int64_t step, std::int64_t batch) noexcept {
   r_.ids = RangeIds{step, batch, -1};
   r_.bytes = 0;
   detail::begin_range(r_);
-  if (r_.active) {
+  if (r_.buffer != nullptr) {
     if (auto push = collector_hooks().step_push) push(step);
   }
 }
 
 StepMark::~StepMark() {
-  if (r_.active) {
+  if (r_.buffer != nullptr) {
     if (auto pop = collector_hooks().step_pop) pop();
   }
   detail::end_range(r_);

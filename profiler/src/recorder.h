@@ -14,12 +14,14 @@ namespace stalldx::detail {
 
 // POD mirror of HostRange without the thread (implicit: the buffer's) so that `new RawRange[n]` leaves
 // pages untouched until written — a large bound costs only what is used.
-struct RawRange {
-  std::int64_t begin_ns, end_ns, step, batch, sample, cpu_ns, ctx_switches;
+struct RawRange {  // one cache line
+  std::int64_t begin_ns, end_ns, step, batch, sample, cpu_ns;
   std::uint64_t bytes;
   NameId name;
+  std::int16_t ctx_switches;  // clamped to 32767; -1 = not sampled
   Role role;
 };
+static_assert(sizeof(RawRange) == 64);
 struct RawCounter {
   std::int64_t ts_ns;
   double value;
@@ -28,11 +30,26 @@ struct RawCounter {
 
 // One thread's buffers for one session. Single writer (the owning thread); the drainer reads up to the
 // published count (release/acquire), after recording stopped.
+// Record storage: anonymous memory, committed page by page as written (transparent huge pages where
+// the kernel allows, so first-touch faults are rare), unmapped on destruction.
+template <typename T>
+struct RecordArray {
+  T* data = nullptr;
+  std::size_t bytes = 0;
+  RecordArray(std::size_t n, bool populate);
+  ~RecordArray();
+  RecordArray(const RecordArray&) = delete;
+  RecordArray& operator=(const RecordArray&) = delete;
+  T& operator[](std::size_t i) { return data[i]; }
+  const T& operator[](std::size_t i) const { return data[i]; }
+};
+
 struct ThreadBuffer {
   std::int64_t os_tid = 0;
+  std::uint64_t pthread_id = 0;
   std::string name;
-  std::unique_ptr<RawRange[]> ranges;
-  std::unique_ptr<RawCounter[]> counters;
+  std::unique_ptr<RecordArray<RawRange>> ranges;
+  std::unique_ptr<RecordArray<RawCounter>> counters;
   std::size_t range_cap = 0, counter_cap = 0;
   std::atomic<std::size_t> range_count{0}, counter_count{0};
   std::atomic<std::uint64_t> range_dropped{0}, counter_dropped{0};
@@ -43,6 +60,7 @@ struct SessionState {
   std::atomic<std::uint64_t> generation{0};
   bool cpu_time = false;
   bool nvtx = false;
+  bool prefault = true;
   std::size_t range_cap = 0, counter_cap = 0;
   std::mutex mu;  // guards buffers (registration only; never taken while recording a range)
   std::vector<std::shared_ptr<ThreadBuffer>> buffers;

@@ -34,6 +34,7 @@ Status Session::start(const SessionOptions& options) {
     s.cpu_time = options.cpu_time;
     s.nvtx = options.nvtx && collector_hooks().range_push != nullptr;
     s.range_cap = options.ranges_per_thread;
+    s.prefault = options.prefault;
     s.counter_cap = options.counters_per_thread;
     s.generation.fetch_add(1, std::memory_order_acq_rel);
   }
@@ -73,16 +74,16 @@ void Session::stop() {
   for (std::size_t t = 0; t < buffers.size(); ++t) {
     detail::ThreadBuffer& b = *buffers[t];
     const auto lane = static_cast<std::uint32_t>(t);
-    trace_.threads.push_back(ThreadInfo{lane, b.os_tid, b.name});
+    trace_.threads.push_back(ThreadInfo{lane, b.os_tid, b.name, b.pthread_id});
     const std::size_t nr = b.range_count.load(std::memory_order_acquire);
     for (std::size_t i = 0; i < nr; ++i) {
-      const detail::RawRange& r = b.ranges[i];
+      const detail::RawRange& r = (*b.ranges)[i];
       trace_.ranges.push_back(HostRange{r.begin_ns, r.end_ns, lane, r.name, r.role, r.step, r.batch, r.sample,
                                         r.cpu_ns, r.ctx_switches, r.bytes});
     }
     const std::size_t nc = b.counter_count.load(std::memory_order_acquire);
     for (std::size_t i = 0; i < nc; ++i) {
-      const detail::RawCounter& c = b.counters[i];
+      const detail::RawCounter& c = (*b.counters)[i];
       trace_.counters.push_back(CounterSample{c.ts_ns, c.name, c.value});
     }
     trace_.meta.dropped_host += b.range_dropped.load();

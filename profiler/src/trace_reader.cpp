@@ -71,8 +71,13 @@ void read_meta(const json& m, Trace& t, std::unordered_map<std::string, std::uin
     name_ids.emplace(n.get<std::string>(), static_cast<std::uint32_t>(t.names.size()));
     t.names.push_back(n.get<std::string>());
   }
-  for (const json& th : m.at("threads"))
-    t.threads.push_back(ThreadInfo{static_cast<std::uint32_t>(get_int(th, "id", 0)), get_int(th, "os_tid", 0), get_str(th, "name")});
+  for (const json& th : m.at("threads")) {
+    std::uint64_t pthread = 0;
+    if (th.contains("pthread")) {
+      try { pthread = std::stoull(get_str(th, "pthread")); } catch (const std::exception&) { throw BadTrace{"bad thread 'pthread' id"}; }
+    }
+    t.threads.push_back(ThreadInfo{static_cast<std::uint32_t>(get_int(th, "id", 0)), get_int(th, "os_tid", 0), get_str(th, "name"), pthread});
+  }
 }
 
 std::uint32_t name_of(const json& ev, Trace& t, std::unordered_map<std::string, std::uint32_t>& ids) {

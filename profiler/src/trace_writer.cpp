@@ -190,7 +190,8 @@ Status write_trace_json(const Trace& t, std::ostream& os) {
   w.buf += "],\"threads\":[";
   for (std::size_t i = 0; i < t.threads.size(); ++i) {
     if (i) w.buf += ",";
-    fmt::format_to(std::back_inserter(w.buf), "{{\"id\":{},\"os_tid\":{},\"name\":", t.threads[i].id, t.threads[i].os_tid);
+    fmt::format_to(std::back_inserter(w.buf), "{{\"id\":{},\"os_tid\":{},\"pthread\":\"{}\",\"name\":", t.threads[i].id,
+                   t.threads[i].os_tid, t.threads[i].pthread_id);
     append_escaped(w.buf, t.threads[i].name);
     w.buf += "}";
   }

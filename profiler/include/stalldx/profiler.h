@@ -42,7 +42,9 @@ struct RangeIds {
 
 namespace detail {
 // Single-writer state of one in-flight range. Lives on the recording thread's stack.
+struct ThreadBuffer;
 struct OpenRange {
+  ThreadBuffer* buffer;        // the recording thread's buffer, taken at begin; null = not recording
   std::int64_t begin_ns;
   std::int64_t cpu_begin_ns;   // thread CPU clock, -1 when not sampled
   std::int64_t csw_begin;      // voluntary + involuntary context switches, -1 when not sampled
@@ -50,7 +52,6 @@ struct OpenRange {
   Role role;
   RangeIds ids;
   std::uint64_t bytes;
-  bool active;
 };
 void begin_range(OpenRange& r) noexcept;
 void end_range(OpenRange& r) noexcept;
@@ -102,8 +103,9 @@ struct SessionOptions {
   bool cpu_time = true;      // thread CPU time + context switches on coarse roles (retrieval, decode, wait_batch, step)
   bool nvtx = true;          // mirror ranges to NVTX domain "stalldx" (only when built with CUDA)
   bool cupti = true;         // CUPTI runtime + device activity (only when built with CUDA and a device exists)
-  std::size_t ranges_per_thread = 1u << 18;   // bound of each thread's range buffer
-  std::size_t counters_per_thread = 1u << 16; // bound of each thread's counter buffer
+  std::size_t ranges_per_thread = 1u << 17;   // bound of each thread's range buffer (64 B a range: 8 MiB)
+  std::size_t counters_per_thread = 1u << 16; // bound of each thread's counter buffer (24 B a sample)
+  bool prefault = true;      // commit each thread's buffers when it registers, not on the range path
 };
 
 // The recording session. One at a time per process; start() after threads exist is fine (threads

@@ -16,6 +16,7 @@ struct ThreadInfo {
   std::uint32_t id = 0;        // lane id in this trace (dense, 0-based)
   std::int64_t os_tid = 0;     // gettid()
   std::string name;            // "consumer", "worker", ...
+  std::uint64_t pthread_id = 0;  // pthread_self(), to match collectors that report it instead of the tid
   bool operator==(const ThreadInfo&) const = default;
 };
 

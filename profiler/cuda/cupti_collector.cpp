@@ -1,0 +1,314 @@
+// CUPTI activity collection, converted to plain trace structs in the buffer-completed callback
+// (kineto's pattern). Timestamps come from stalldx::now_ns via CUPTI's timestamp callback, so host
+// and device records share CLOCK_MONOTONIC. Buffers are recycled; records beyond a bound are dropped
+// and counted with CUPTI's own drops.
+#include <cupti.h>
+#include <cxxabi.h>
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "cuda_collectors.h"
+
+namespace stalldx::cuda {
+
+void install_nvtx_hooks();
+void uninstall_nvtx_hooks();
+
+namespace {
+
+constexpr std::size_t kBufferBytes = 8u << 20;
+constexpr std::size_t kAlign = 8;
+constexpr std::size_t kMaxRecords = 8u << 20;  // per session, all kinds together
+
+std::string demangle(const char* name) {
+  if (name == nullptr) return "?";
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> d(abi::__cxa_demangle(name, nullptr, nullptr, &status), std::free);
+  std::string s = status == 0 && d ? std::string(d.get()) : std::string(name);
+  if (const auto p = s.find('('); p != std::string::npos && p > 0) s.resize(p);  // drop the parameter list
+  return s;
+}
+
+std::string api_name(CUpti_CallbackId cbid) {
+  const char* n = nullptr;
+  if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &n) != CUPTI_SUCCESS || n == nullptr) return fmt::format("cudart#{}", cbid);
+  std::string s(n);
+  if (const auto p = s.rfind("_v"); p != std::string::npos && p + 2 < s.size() && std::isdigit(static_cast<unsigned char>(s[p + 2])))
+    s.resize(p);  // cudaMemcpyAsync_v3020 -> cudaMemcpyAsync
+  return s;
+}
+
+MemKind mem_kind(std::uint8_t k) {
+  switch (k) {
+    case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE: return MemKind::pageable;
+    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED: return MemKind::pinned;
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE: return MemKind::device;
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED: return MemKind::managed;
+    default: return MemKind::unknown;
+  }
+}
+
+std::uint64_t host_clock() { return static_cast<std::uint64_t>(now_ns()); }
+
+class CuptiCollector final : public DeviceCollector {
+ public:
+  Status start() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    reset_locked();
+    auto check = [](CUptiResult r, const char* what) -> Status {
+      if (r == CUPTI_SUCCESS) return Status::ok();
+      const char* msg = nullptr;
+      cuptiGetResultString(r, &msg);
+      return Status::unavailable(fmt::format("CUPTI {} failed: {}", what, msg ? msg : "?"));
+    };
+    if (Status st = check(cuptiActivityRegisterTimestampCallback(&host_clock), "timestamp callback"); !st.is_ok()) return st;
+    if (Status st = check(cuptiActivityRegisterCallbacks(&on_request, &on_complete), "buffer callbacks"); !st.is_ok()) return st;
+    const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_RUNTIME,
+                                        CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,   CUPTI_ACTIVITY_KIND_MEMCPY,
+                                        CUPTI_ACTIVITY_KIND_MEMSET,              CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+                                        CUPTI_ACTIVITY_KIND_OVERHEAD};
+    for (CUpti_ActivityKind k : kinds)
+      if (Status st = check(cuptiActivityEnable(k), "activity enable"); !st.is_ok()) {
+        disable_all();
+        return st;
+      }
+    collector_hooks().step_push = &push_step;
+    collector_hooks().step_pop = &pop_step;
+    running_ = true;
+    return Status::ok();
+  }
+
+  void stop_and_drain(Trace& t) override {
+    if (!running_) return;
+    running_ = false;
+    collector_hooks().step_push = nullptr;
+    collector_hooks().step_pop = nullptr;
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    disable_all();
+    std::lock_guard<std::mutex> lock(mu_);
+    // Lanes: CUPTI's threadId is matched against the host threads' tid, then their pthread id.
+    std::unordered_map<std::uint32_t, std::uint32_t> lane_of;
+    for (const ThreadInfo& th : t.threads) {
+      lane_of.emplace(static_cast<std::uint32_t>(th.os_tid), th.id);
+      lane_of.emplace(static_cast<std::uint32_t>(th.pthread_id), th.id);
+    }
+    auto lane = [&](std::uint32_t cupti_tid) {
+      auto it = lane_of.find(cupti_tid);
+      if (it != lane_of.end()) return it->second;
+      const auto id = static_cast<std::uint32_t>(t.threads.size());
+      t.threads.push_back(ThreadInfo{id, cupti_tid, "cuda-thread", 0});
+      lane_of.emplace(cupti_tid, id);
+      return id;
+    };
+    for (PendingCall& c : calls_) {
+      auto s = step_of_.find(c.call.correlation);
+      c.call.step = s == step_of_.end() ? -1 : s->second;
+      c.call.thread = lane(c.cupti_tid);
+      c.call.name = t.intern(names_[c.call.name]);
+      t.calls.push_back(c.call);
+    }
+    for (DeviceActivity& a : activities_) {
+      auto s = step_of_.find(a.correlation);
+      a.step = s == step_of_.end() ? -1 : s->second;
+      a.name = t.intern(names_[a.name]);
+      if (a.step < 0 && is_device_work(a.kind)) t.meta.unmatched_device++;
+      t.activities.push_back(a);
+    }
+    t.meta.dropped_device += dropped_;
+    t.meta.cupti = true;
+    reset_locked();
+  }
+
+  std::string describe() const override { return "CUPTI activity (runtime, kernel, memcpy, memset, sync, overhead)"; }
+
+  static CuptiCollector& instance() {
+    static CuptiCollector c;
+    return c;
+  }
+
+ private:
+  struct PendingCall {
+    RuntimeCall call;  // name = index into names_ until drained
+    std::uint32_t cupti_tid;
+  };
+
+  static void push_step(std::int64_t step) noexcept {
+    cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, static_cast<std::uint64_t>(step));
+  }
+  static void pop_step() noexcept {
+    std::uint64_t id = 0;
+    cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &id);
+  }
+
+  static void CUPTIAPI on_request(uint8_t** buffer, size_t* size, size_t* max_records) {
+    CuptiCollector& self = instance();
+    {
+      std::lock_guard<std::mutex> lock(self.mu_);
+      if (!self.free_buffers_.empty()) {
+        *buffer = self.free_buffers_.back();
+        self.free_buffers_.pop_back();
+        *size = kBufferBytes;
+        *max_records = 0;
+        return;
+      }
+    }
+    *buffer = static_cast<uint8_t*>(std::aligned_alloc(kAlign, kBufferBytes));
+    *size = *buffer ? kBufferBytes : 0;
+    *max_records = 0;
+  }
+
+  static void CUPTIAPI on_complete(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
+    CuptiCollector& self = instance();
+    std::lock_guard<std::mutex> lock(self.mu_);
+    CUpti_Activity* rec = nullptr;
+    while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) self.convert_locked(rec);
+    size_t dropped = 0;
+    if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS) self.dropped_ += dropped;
+    self.free_buffers_.push_back(buffer);  // recycled: memory stays bounded by the in-flight buffers
+  }
+
+  std::uint32_t name_index(const std::string& n) {
+    auto it = name_ids_.find(n);
+    if (it != name_ids_.end()) return it->second;
+    names_.push_back(n);
+    const auto id = static_cast<std::uint32_t>(names_.size() - 1);
+    name_ids_.emplace(n, id);
+    return id;
+  }
+
+  bool room() {
+    if (calls_.size() + activities_.size() < kMaxRecords) return true;
+    ++dropped_;
+    return false;
+  }
+
+  void convert_locked(const CUpti_Activity* rec) {
+    switch (rec->kind) {
+      case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+        auto* r = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(rec);
+        if (r->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0)
+          step_of_[r->correlationId] = static_cast<std::int64_t>(r->externalId);
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_RUNTIME: {
+        auto* r = reinterpret_cast<const CUpti_ActivityAPI*>(rec);
+        if (!room()) break;
+        RuntimeCall c;
+        c.begin_ns = static_cast<std::int64_t>(r->start);
+        c.end_ns = static_cast<std::int64_t>(r->end);
+        c.correlation = r->correlationId;
+        c.name = name_index(api_name(r->cbid));
+        calls_.push_back({c, r->threadId});
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      case CUPTI_ACTIVITY_KIND_KERNEL: {
+        auto* r = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
+        if (!room()) break;
+        push_activity(ActivityKind::kernel, demangle(r->name), r->start, r->end, r->deviceId, r->streamId, 0, MemKind::none,
+                      r->correlationId);
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMCPY: {
+        auto* r = reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec);
+        if (!room()) break;
+        ActivityKind k = ActivityKind::memcpy_other;
+        MemKind host = MemKind::none;
+        if (r->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD) { k = ActivityKind::memcpy_h2d; host = mem_kind(r->srcKind); }
+        else if (r->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH) { k = ActivityKind::memcpy_d2h; host = mem_kind(r->dstKind); }
+        else if (r->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOD) k = ActivityKind::memcpy_d2d;
+        const char* label = k == ActivityKind::memcpy_h2d ? "Memcpy HtoD" : k == ActivityKind::memcpy_d2h ? "Memcpy DtoH"
+                          : k == ActivityKind::memcpy_d2d ? "Memcpy DtoD" : "Memcpy";
+        push_activity(k, host == MemKind::none ? std::string(label) : fmt::format("{} ({})", label, mem_kind_name(host)), r->start,
+                      r->end, r->deviceId, r->streamId, r->bytes, host, r->correlationId);
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMSET: {
+        auto* r = reinterpret_cast<const CUpti_ActivityMemset4*>(rec);
+        if (!room()) break;
+        push_activity(ActivityKind::memset, "Memset", r->start, r->end, r->deviceId, r->streamId, r->bytes, MemKind::none, r->correlationId);
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+        auto* r = reinterpret_cast<const CUpti_ActivitySynchronization2*>(rec);
+        if (!room()) break;
+        const char* what = r->type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE ? "cudaEventSynchronize"
+                         : r->type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT ? "cudaStreamWaitEvent"
+                         : r->type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE ? "cudaStreamSynchronize"
+                         : r->type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE ? "cudaDeviceSynchronize" : "sync";
+        const std::uint32_t stream = r->streamId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? 0 : r->streamId;
+        push_activity(ActivityKind::sync, what, r->start, r->end, 0, stream, 0, MemKind::none, r->correlationId);
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_OVERHEAD: {
+        auto* r = reinterpret_cast<const CUpti_ActivityOverhead3*>(rec);
+        if (!room()) break;
+        push_activity(ActivityKind::overhead, fmt::format("cupti overhead {}", static_cast<int>(r->overheadKind)), r->start, r->end, 0, 0,
+                      0, MemKind::none, 0);
+        break;
+      }
+      default: break;
+    }
+  }
+
+  void push_activity(ActivityKind kind, const std::string& name, std::uint64_t b, std::uint64_t e, std::uint32_t device,
+                     std::uint32_t stream, std::uint64_t bytes, MemKind host, std::uint32_t corr) {
+    DeviceActivity a;
+    a.begin_ns = static_cast<std::int64_t>(b);
+    a.end_ns = static_cast<std::int64_t>(e);
+    a.device = static_cast<std::int32_t>(device);
+    a.stream = stream;
+    a.kind = kind;
+    a.name = name_index(name);
+    a.bytes = bytes;
+    a.host_mem = host;
+    a.correlation = corr;
+    activities_.push_back(a);
+  }
+
+  static void disable_all() {
+    for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                 CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+                                 CUPTI_ACTIVITY_KIND_OVERHEAD})
+      cuptiActivityDisable(k);
+  }
+
+  void reset_locked() {
+    calls_.clear();
+    activities_.clear();
+    step_of_.clear();
+    names_.clear();
+    name_ids_.clear();
+    dropped_ = 0;
+  }
+
+  std::mutex mu_;
+  bool running_ = false;
+  std::vector<uint8_t*> free_buffers_;
+  std::vector<PendingCall> calls_;
+  std::vector<DeviceActivity> activities_;
+  std::unordered_map<std::uint32_t, std::int64_t> step_of_;  // CUPTI correlation -> step (external id)
+  std::vector<std::string> names_;
+  std::unordered_map<std::string, std::uint32_t> name_ids_;
+  std::uint64_t dropped_ = 0;
+};
+
+}  // namespace
+
+void install_collectors() {
+  install_nvtx_hooks();
+  set_device_collector(&CuptiCollector::instance());
+}
+
+void uninstall_collectors() {
+  uninstall_nvtx_hooks();
+  set_device_collector(nullptr);
+}
+
+}  // namespace stalldx::cuda

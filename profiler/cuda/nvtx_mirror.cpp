@@ -1,0 +1,66 @@
+// NVTX mirror: each stalldx range becomes a push/pop in NVTX domain "stalldx", category = role, so an
+// Nsight Systems capture shows the same phases. Strings are registered once per NameId.
+#include <nvtx3/nvToolsExt.h>
+
+#include <array>
+#include <atomic>
+
+#include "cuda_collectors.h"
+
+namespace stalldx::cuda {
+
+namespace {
+constexpr std::size_t kMaxNames = 4096;  // NameIds beyond this are pushed unregistered (ASCII, slower)
+
+nvtxDomainHandle_t domain() {
+  static nvtxDomainHandle_t d = [] {
+    nvtxDomainHandle_t h = nvtxDomainCreateA("stalldx");
+    for (int r = 0; r < kRoleCount; ++r) {
+      const std::string name(role_name(static_cast<Role>(r)));
+      nvtxDomainNameCategoryA(h, static_cast<std::uint32_t>(r + 1), name.c_str());
+    }
+    return h;
+  }();
+  return d;
+}
+
+std::array<std::atomic<nvtxStringHandle_t>, kMaxNames>& handles() {
+  static std::array<std::atomic<nvtxStringHandle_t>, kMaxNames> h{};
+  return h;
+}
+
+void push(NameId name, Role role) noexcept {
+  nvtxEventAttributes_t a{};
+  a.version = NVTX_VERSION;
+  a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  a.category = static_cast<std::uint32_t>(role) + 1;
+  if (name < kMaxNames) {
+    nvtxStringHandle_t s = handles()[name].load(std::memory_order_acquire);
+    if (s == nullptr) {  // first use of this name: register (racing registrations are harmless)
+      s = nvtxDomainRegisterStringA(domain(), registered_name(name).c_str());
+      handles()[name].store(s, std::memory_order_release);
+    }
+    a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+    a.message.registered = s;
+  } else {
+    a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+    a.message.ascii = "stalldx";
+  }
+  nvtxDomainRangePushEx(domain(), &a);
+}
+
+void pop() noexcept { nvtxDomainRangePop(domain()); }
+}  // namespace
+
+void install_nvtx_hooks() {
+  (void)domain();
+  collector_hooks().range_push = &push;
+  collector_hooks().range_pop = &pop;
+}
+
+void uninstall_nvtx_hooks() {
+  collector_hooks().range_push = nullptr;
+  collector_hooks().range_pop = nullptr;
+}
+
+}  // namespace stalldx::cuda
