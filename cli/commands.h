@@ -15,6 +15,7 @@ Action add_run_command(CLI::App& app);
 Action add_dataset_command(CLI::App& app);
 Action add_diagnose_command(CLI::App& app);
 Action add_sweep_command(CLI::App& app);
+Action add_eval_command(CLI::App& app);
 
 // Set by SIGINT/SIGTERM; long commands poll it and stop cleanly.
 std::atomic<bool>& stop_requested();

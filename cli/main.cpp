@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   stalldx::cli::Action run = stalldx::cli::add_run_command(app);
   stalldx::cli::Action dataset = stalldx::cli::add_dataset_command(app);
   stalldx::cli::Action diagnose = stalldx::cli::add_diagnose_command(app);
+  stalldx::cli::Action eval = stalldx::cli::add_eval_command(app);
 
   for (CLI::App* sub : app.get_subcommands({})) sub->fallthrough();
   try {
@@ -47,6 +48,7 @@ int main(int argc, char** argv) {
     if (name == "run") return run();
     if (name == "dataset") return dataset();
     if (name == "diagnose") return diagnose();
+    if (name == "eval") return eval();
 
   }
   return 2;

@@ -45,7 +45,10 @@ void build_run_summary(const Trace& t, const Thresholds& th, Report& rep) {
   else if (sum.steady_steps < th.short_capture_steps)
     rec.push_back(fmt::format("this capture is too short to describe steady state ({} steady steps): record more steps", sum.steady_steps));
   const double stall = sum.steady_stall_ms;
-  const auto share = [&](StallClass c) { return stall > 0 ? sum.stall_ms[static_cast<int>(c)] / stall : 0; };
+  // A class is worth a recommendation when it holds a good share of a stall that matters (>= 2% of the
+  // steady-state window), not when it holds most of nothing.
+  const bool stall_matters = sum.steady_window_ms > 0 && stall >= 0.02 * sum.steady_window_ms;
+  const auto share = [&](StallClass c) { return stall_matters ? sum.stall_ms[static_cast<int>(c)] / stall : 0; };
   if (!rep.coverage.device_records) {
     rec.push_back("collect device records (CUPTI) to judge stalls against the device's timeline");
     return;

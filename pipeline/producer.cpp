@@ -1,9 +1,10 @@
 #include "producer.h"
 
 #include <tbb/global_control.h>
-#include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
-#include <tbb/task_group.h>
+#include <condition_variable>
+#include <mutex>
+#include <vector>
 #include <tbb/task_scheduler_observer.h>
 
 #include "sample_loader.h"
@@ -34,7 +35,10 @@ struct Producer::Impl {
   tbb::global_control threads;   // lets the arena have `workers` threads even above the core count
   tbb::task_arena arena;
   WorkerNamer namer{arena};
-  tbb::task_group group;
+  std::vector<std::atomic<int>> remaining_by_slot;  // samples left per slot id
+  std::atomic<std::int64_t> pending{0};             // enqueued samples not yet finished
+  std::mutex idle_mu;
+  std::condition_variable idle_cv;
   std::thread dispatcher;
   std::atomic<bool> stopping{false};
   std::atomic<int> busy{0};
@@ -45,32 +49,35 @@ struct Producer::Impl {
         loader(c, i, storage, b),
         sampler(static_cast<std::uint32_t>(i.samples.size()), c.seed, c.transform == TransformKind::train),
         threads(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(c.workers) + 1),
-        arena(c.workers, 0) {}
+        arena(c.workers, 0), remaining_by_slot(static_cast<std::size_t>(p.size())) {}
 
-  void fill(BatchSlot* slot, std::uint64_t first_position) {
+  // One sample on a worker. Samples are enqueued in stream order and the arena takes enqueued tasks
+  // roughly first-in first-out, so workers finish the oldest batch first: batches complete in order,
+  // at a steady pace, instead of in bursts. The last sample of a batch hands the slot to the consumer.
+  void load_sample(BatchSlot* slot, int i, std::uint64_t first_position, std::atomic<int>* remaining) {
     static const NameId kBusy = register_name("busy_workers");
-    const std::size_t sbytes = sample_bytes(config);
-    tbb::parallel_for(tbb::blocked_range<int>(0, config.batch, 1), [&](const tbb::blocked_range<int>& r) {
-      for (int i = r.begin(); i != r.end(); ++i) {
-        if (stopping.load(std::memory_order_relaxed)) return;
-        counter(kBusy, busy.fetch_add(1, std::memory_order_relaxed) + 1);
-        const auto u = static_cast<std::size_t>(i);
-        SampleTask t{slot->batch, static_cast<std::int64_t>(first_position) + i, slot->indices[u],
-                     config.spike_every > 0 && slot->batch % config.spike_every == config.spike_every - 1 && i == 0,
-                     slot->data + u * sbytes};
-        bool failed = false;
-        const std::uint32_t got = loader.load(t, failed);
-        if (got != t.index) slot->bad_replaced.fetch_add(1, std::memory_order_relaxed);
-        if (got != UINT32_MAX) {
-          slot->indices[u] = got;
-          slot->labels[u] = index.samples[got].label;
-        }
-        if (failed) owner.failed_.store(true);
-        owner.samples_.fetch_add(1, std::memory_order_relaxed);
-        counter(kBusy, busy.fetch_sub(1, std::memory_order_relaxed) - 1);
+    if (!stopping.load(std::memory_order_relaxed)) {
+      counter(kBusy, busy.fetch_add(1, std::memory_order_relaxed) + 1);
+      const auto u = static_cast<std::size_t>(i);
+      SampleTask t{slot->batch, static_cast<std::int64_t>(first_position) + i, slot->indices[u],
+                   config.spike_every > 0 && slot->batch % config.spike_every == config.spike_every - 1 && i == 0,
+                   slot->data + u * sample_bytes(config)};
+      bool failed = false;
+      const std::uint32_t got = loader.load(t, failed);
+      if (got != t.index) slot->bad_replaced.fetch_add(1, std::memory_order_relaxed);
+      if (got != UINT32_MAX) {
+        slot->indices[u] = got;
+        slot->labels[u] = index.samples[got].label;
       }
-    });
-    if (!stopping.load()) pool.mark_ready(slot);
+      if (failed) owner.failed_.store(true);
+      owner.samples_.fetch_add(1, std::memory_order_relaxed);
+      counter(kBusy, busy.fetch_sub(1, std::memory_order_relaxed) - 1);
+    }
+    if (remaining->fetch_sub(1, std::memory_order_acq_rel) == 1 && !stopping.load()) pool.mark_ready(slot);
+    if (pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard<std::mutex> lock(idle_mu);
+      idle_cv.notify_all();
+    }
   }
 
   void dispatch_loop() {
@@ -85,7 +92,11 @@ struct Producer::Impl {
       const std::uint64_t first = sampler.next_batch(config.batch, slot->indices);
       slot->labels.resize(slot->indices.size());
       for (std::size_t i = 0; i < slot->indices.size(); ++i) slot->labels[i] = index.samples[slot->indices[i]].label;
-      arena.execute([&, slot, first] { group.run([this, slot, first] { fill(slot, first); }); });
+      std::atomic<int>* remaining = &remaining_by_slot[static_cast<std::size_t>(slot->id)];
+      remaining->store(config.batch);
+      pending.fetch_add(config.batch, std::memory_order_acq_rel);
+      for (int i = 0; i < config.batch; ++i)
+        arena.enqueue([this, slot, i, first, remaining] { load_sample(slot, i, first, remaining); });
     }
   }
 };
@@ -105,7 +116,8 @@ void Producer::stop() {
   impl_->stopping.store(true);
   impl_->pool.close();
   if (impl_->dispatcher.joinable()) impl_->dispatcher.join();
-  impl_->arena.execute([this] { impl_->group.wait(); });
+  std::unique_lock<std::mutex> lock(impl_->idle_mu);
+  impl_->idle_cv.wait(lock, [this] { return impl_->pending.load() == 0; });
 }
 
 }  // namespace stalldx::pipeline

@@ -180,10 +180,11 @@ class CudaStage final : public DeviceStage {
     cudaEvent_t a, b;
     STALLDX_CUDA_TRY(cudaEventCreate(&a));
     STALLDX_CUDA_TRY(cudaEventCreate(&b));
-    STALLDX_CUDA_TRY(cuda::launch_synthetic_step(static_cast<const float*>(dev_[0]), floats(), iters, sink_, sms_, compute_));
+    // The step reads float32 NCHW: the batch buffer itself, or the normalized scratch for uint8 batches.
+    const float* input = scratch_ != nullptr ? scratch_ : static_cast<const float*>(dev_[0]);
+    STALLDX_CUDA_TRY(cuda::launch_synthetic_step(input, floats(), iters, sink_, sms_, compute_));
     STALLDX_CUDA_TRY(cudaEventRecord(a, compute_));
-    for (int i = 0; i < 3; ++i)
-      STALLDX_CUDA_TRY(cuda::launch_synthetic_step(static_cast<const float*>(dev_[0]), floats(), iters, sink_, sms_, compute_));
+    for (int i = 0; i < 3; ++i) STALLDX_CUDA_TRY(cuda::launch_synthetic_step(input, floats(), iters, sink_, sms_, compute_));
     STALLDX_CUDA_TRY(cudaEventRecord(b, compute_));
     STALLDX_CUDA_TRY(cudaEventSynchronize(b));
     float ms = 0;
@@ -197,6 +198,7 @@ class CudaStage final : public DeviceStage {
   // Scales the FMA loop so one step takes --device-ms on this device; reports what was reached.
   Status calibrate() {
     STALLDX_CUDA_TRY(cudaMemset(dev_[0], 0, bytes_));
+    if (scratch_ != nullptr) STALLDX_CUDA_TRY(cudaMemset(scratch_, 0, floats() * sizeof(float)));
     double base = 0;
     if (Status st = time_step(0, base); !st.is_ok()) return st;  // reading the batch alone
     const int probe = 1 << 14;

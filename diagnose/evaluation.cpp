@@ -1,0 +1,141 @@
+#include "evaluation.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <set>
+
+namespace stalldx::diagnose {
+
+namespace {
+const std::set<std::string> kClasses = {"retrieval", "decoding", "submission", "device-bound"};
+std::string normalized(const StepDiagnosis& s) {
+  return s.verdict == Verdict::device_bound ? "device-bound" : verdict_name(s.verdict, false);
+}
+}  // namespace
+
+Status Expectation::parse(const std::string& spec, Expectation& out) {
+  out = Expectation{};
+  out.spec = spec;
+  if (kClasses.count(spec)) {
+    out.on = out.off = spec;
+    return Status::ok();
+  }
+  int n = 0, r = 0;
+  char a[32] = {0}, b[32] = {0};
+  if (std::sscanf(spec.c_str(), "alternate:%d:%d=%31[a-z-]:%31[a-z-]", &n, &r, a, b) == 4 && n > 0 && r >= 0 && r < n &&
+      kClasses.count(a) && kClasses.count(b)) {
+    out.period = n;
+    out.residue = r;
+    out.on = a;
+    out.off = b;
+    return Status::ok();
+  }
+  return Status::invalid(fmt::format("bad expectation '{}': want a class ({}) or alternate:N:R=class:class", spec,
+                                     "retrieval, decoding, submission, device-bound"));
+}
+
+const std::string& Expectation::expected(std::int64_t step) const {
+  return period > 0 && step % period == residue ? on : period > 0 ? off : on;
+}
+
+ScenarioScore score(const std::string& name, const Report& report, const Expectation& e) {
+  ScenarioScore s;
+  s.name = name;
+  s.expected = e.spec;
+  for (const StepDiagnosis& d : report.steps) {
+    if (d.warmup) continue;
+    s.steady++;
+    const std::string& want = e.expected(d.step);
+    const std::string got = normalized(d);
+    s.cells[{want, got}]++;
+    if (got == want) s.correct++;
+    else s.misses.push_back(fmt::format("step {}: expected {}, got {} ({})", d.step, want, got, d.evidence));
+  }
+  s.accuracy = s.steady ? static_cast<double>(s.correct) / s.steady : 0;
+  return s;
+}
+
+std::string confusion_text(const std::vector<ScenarioScore>& scores) {
+  std::vector<std::string> rows = {"retrieval", "decoding", "submission", "device-bound"};
+  std::set<std::string> cols_set(rows.begin(), rows.end());
+  std::map<std::pair<std::string, std::string>, int> total;
+  for (const ScenarioScore& s : scores)
+    for (auto& [k, n] : s.cells) {
+      total[k] += n;
+      cols_set.insert(k.second);
+    }
+  std::vector<std::string> cols(rows);
+  for (const std::string& c : cols_set)
+    if (std::find(cols.begin(), cols.end(), c) == cols.end()) cols.push_back(c);
+  std::string out;
+  auto o = std::back_inserter(out);
+  fmt::format_to(o, "confusion matrix (steady-state steps; rows: induced class, columns: verdict)\n  {:<14}", "induced \\ got");
+  for (const std::string& c : cols) fmt::format_to(o, " {:>13}", c);
+  out += "\n";
+  for (const std::string& r : rows) {
+    fmt::format_to(o, "  {:<14}", r);
+    for (const std::string& c : cols) {
+      auto it = total.find({r, c});
+      fmt::format_to(o, " {:>13}", it == total.end() ? 0 : it->second);
+    }
+    out += "\n";
+  }
+  fmt::format_to(o, "\nper scenario\n  {:<28} {:<38} {:>7} {:>9}\n", "scenario", "expected", "steps", "accuracy");
+  for (const ScenarioScore& s : scores)
+    fmt::format_to(o, "  {:<28} {:<38} {:>7} {:>8.0f}%\n", s.name, s.expected, s.steady, 100 * s.accuracy);
+  return out;
+}
+
+std::string confusion_json(const std::vector<ScenarioScore>& scores) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const ScenarioScore& s : scores) {
+    nlohmann::json cells = nlohmann::json::array();
+    for (auto& [k, n] : s.cells) cells.push_back({{"expected", k.first}, {"verdict", k.second}, {"steps", n}});
+    j.push_back({{"scenario", s.name}, {"expected", s.expected}, {"steady_steps", s.steady}, {"correct", s.correct},
+                 {"accuracy", s.accuracy}, {"misses", s.misses}, {"cells", cells}});
+  }
+  return j.dump(2);
+}
+
+Trace trim_steps(const Trace& t, int steps) {
+  int warmup = 0;
+  if (auto it = t.meta.config.find("warmup"); it != t.meta.config.end()) {
+    try { warmup = std::stoi(it->second); } catch (...) {}
+  }
+  const std::int64_t first = std::max(0, warmup - 1), last = warmup + steps - 1;  // inclusive
+  auto kept = [&](std::int64_t s) { return s >= first && s <= last; };
+  std::int64_t t0 = INT64_MAX, t1 = INT64_MIN;
+  for (const HostRange& r : t.ranges)
+    if (r.role == Role::step && kept(r.step)) { t0 = std::min(t0, r.begin_ns); t1 = std::max(t1, r.end_ns); }
+  for (const DeviceActivity& a : t.activities)
+    if (kept(a.step)) t1 = std::max(t1, a.end_ns);
+  Trace out;
+  out.names = t.names;
+  out.threads = t.threads;
+  out.meta = t.meta;
+  out.meta.config["warmup"] = std::to_string(warmup > 0 ? 1 : 0);
+  out.meta.config["trimmed"] = fmt::format("steps {}..{} of the recorded run", first, last);
+  if (t0 > t1) return out;
+  auto in_time = [&](std::int64_t b, std::int64_t e) { return e >= t0 && b <= t1; };
+  for (const HostRange& r : t.ranges)
+    if ((r.role == Role::step ? kept(r.step) : r.batch >= 0 && (r.role == Role::retrieval || r.role == Role::decode) ? kept(r.batch)
+                                                                                                                   : in_time(r.begin_ns, r.end_ns)))
+      out.ranges.push_back(r);
+  for (const RuntimeCall& c : t.calls)
+    if (kept(c.step) || (c.step < 0 && in_time(c.begin_ns, c.end_ns))) out.calls.push_back(c);
+  for (const DeviceActivity& a : t.activities)
+    if (kept(a.step) || (a.step < 0 && in_time(a.begin_ns, a.end_ns))) out.activities.push_back(a);
+  std::vector<CounterSample> counters;
+  for (const CounterSample& c : t.counters)
+    if (c.ts_ns >= t0 && c.ts_ns <= t1) counters.push_back(c);
+  const std::size_t every = counters.size() / 2000 + 1;
+  for (std::size_t i = 0; i < counters.size(); i += every) out.counters.push_back(counters[i]);
+  // Steps are renumbered so that the trimmed trace reads like a run of its own.
+  out.meta.steps_completed = last - first + 1;
+  return out;
+}
+
+}  // namespace stalldx::diagnose
