@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   stalldx::cli::Action dataset = stalldx::cli::add_dataset_command(app);
   stalldx::cli::Action diagnose = stalldx::cli::add_diagnose_command(app);
   stalldx::cli::Action eval = stalldx::cli::add_eval_command(app);
+  stalldx::cli::Action sweep = stalldx::cli::add_sweep_command(app);
 
   for (CLI::App* sub : app.get_subcommands({})) sub->fallthrough();
   try {
@@ -49,6 +50,7 @@ int main(int argc, char** argv) {
     if (name == "dataset") return dataset();
     if (name == "diagnose") return diagnose();
     if (name == "eval") return eval();
+    if (name == "sweep") return sweep();
 
   }
   return 2;

@@ -1,0 +1,42 @@
+// Sweep results over worker x prefetch settings: validation of the lists, the recommendation rule, and
+// the renderings (table, CSV, JSON, SVG heatmap). Pure data: the sweep command runs the points.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "stalldx/status.h"
+
+namespace stalldx::diagnose {
+
+struct SweepPoint {
+  int workers = 0, prefetch = 0;
+  double images_per_second = 0;            // median over the unprofiled repeats
+  std::vector<double> repeats;             // each unprofiled run's img/s
+  double step_p50 = 0, step_p95 = 0;       // of the median unprofiled run
+  std::string dominant;                    // steady-state verdict mix of the profiled run
+  std::map<std::string, int> verdicts;
+  double stall_retrieval = 0, stall_decoding = 0, stall_submission = 0, stall_unattributed = 0;  // ms, profiled run
+};
+
+// Non-empty, all > 0, no duplicates; `what` names the list in the message.
+Status validate_list(const std::vector<int>& values, const char* what);
+
+struct Recommendation {
+  const SweepPoint* best = nullptr;
+  const SweepPoint* chosen = nullptr;      // the smallest setting within `tolerance` of the best
+  std::string text;
+};
+// Smallest = fewest workers, then least prefetch, among points within `tolerance` (0.05) of the best img/s.
+Recommendation recommend(const std::vector<SweepPoint>& points, double tolerance = 0.05);
+
+std::string sweep_table(const std::vector<SweepPoint>& points);
+std::string sweep_csv_header();
+std::string sweep_csv_row(const SweepPoint& p);
+// Parses rows written by sweep_csv_row (for --resume); malformed rows are skipped and counted.
+std::vector<SweepPoint> parse_sweep_csv(const std::string& text, int& skipped);
+std::string sweep_json(const std::vector<SweepPoint>& points, const Recommendation& r);
+std::string sweep_svg(const std::vector<SweepPoint>& points, const Recommendation& r);
+
+}  // namespace stalldx::diagnose

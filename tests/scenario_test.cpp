@@ -1,0 +1,74 @@
+// Verdict accuracy on induced stalls: the CPU-only scenarios run live, and the traces recorded on the
+// H200 (tests/data/h200) are diagnosed; each must give the induced verdict on >= 95% of steady steps.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "evaluation.h"
+#include "stalldx/trace_io.h"
+#include "test_support.h"
+
+namespace stalldx::diagnose {
+namespace {
+
+TEST(Expectations, ParseAndAlternate) {
+  Expectation e;
+  ASSERT_TRUE(Expectation::parse("alternate:4:3=retrieval:device-bound", e).is_ok());
+  EXPECT_EQ(e.expected(7), "retrieval");
+  EXPECT_EQ(e.expected(8), "device-bound");
+  EXPECT_FALSE(Expectation::parse("fast", e).is_ok());
+  EXPECT_FALSE(Expectation::parse("alternate:0:0=retrieval:decoding", e).is_ok());
+}
+
+TEST(Scenarios, CpuOnlyScenariosGiveTheInducedVerdict) {
+  const std::string out = stalldx::testing::temp_dir("eval");
+  const std::string cmd = fmt::format("cd {} && {} eval configs/scenarios-cpu.tsv --data {} --out {} > {}/log.txt 2>&1", STALLDX_SOURCE_DIR,
+                                      STALLDX_BINARY, stalldx::testing::small_dataset(), out, out);
+  const int rc = std::system(cmd.c_str());
+  const std::string log = stalldx::testing::read_file(out + "/log.txt");
+  EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0) << log;  // eval names the scenario and the steps that missed
+  const auto j = nlohmann::json::parse(stalldx::testing::read_file(out + "/confusion.json"));
+  EXPECT_EQ(j.size(), 5u);
+  for (const auto& s : j) {
+    EXPECT_GE(s.at("accuracy").get<double>(), 0.95) << s.at("scenario") << ": " << s.at("misses").dump(1);
+    EXPECT_GT(s.at("steady_steps").get<int>(), 0);
+  }
+}
+
+TEST(Scenarios, RecordedH200TracesGiveTheInducedVerdict) {
+  const std::string dir = std::string(STALLDX_TEST_DATA) + "/h200";
+  std::ifstream in(dir + "/expected.tsv");
+  if (!in) GTEST_SKIP() << "no recorded H200 traces in " << dir;
+  std::string line;
+  int checked = 0;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream ss(line);
+    std::string name, spec;
+    std::getline(ss, name, '\t');
+    std::getline(ss, spec, '\t');
+    Expectation e;
+    ASSERT_TRUE(Expectation::parse(spec, e).is_ok()) << line;
+    Trace t;
+    const Status st = read_trace_file(dir + "/" + name + ".json", t);
+    ASSERT_TRUE(st.is_ok()) << st.message();
+    EXPECT_TRUE(t.meta.cupti) << name << " was not recorded with CUPTI";
+    const Report rep = diagnose(t);
+    const ScenarioScore s = score(name, rep, e);
+    EXPECT_GT(s.steady, 0) << name;
+    std::string misses;
+    for (const std::string& m : s.misses) misses += "\n  " + m;
+    EXPECT_GE(s.accuracy, 0.95) << name << misses;
+    EXPECT_LT(std::filesystem::file_size(dir + "/" + name + ".json"), 1u << 20) << name << " is over 1 MB";
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
+}
+
+}  // namespace
+}  // namespace stalldx::diagnose
