@@ -39,6 +39,7 @@ void add_run_options(CLI::App& app, RunConfig& c, bool pipeline_only) {
       ->default_str("auto");
   app.add_option("--step-ms", c.step_ms, "host stand-in compute per step (--device none)")->capture_default_str();
   app.add_option("--device-ms", c.device_ms, "synthetic GPU step time, calibrated at start-up (CUDA)")->capture_default_str();
+  app.add_option("--step-kernels", c.step_kernels, "kernel launches per synthetic step (its host launch work)")->capture_default_str();
   app.add_option("--inflight", c.inflight, "device steps queued before the consumer blocks")->capture_default_str();
   app.add_option("--memory", c.memory, "batch slot memory: pinned or pageable")
       ->transform(CLI::CheckedTransformer(std::map<std::string, MemoryKind>{{"pinned", MemoryKind::pinned}, {"pageable", MemoryKind::pageable}}))

@@ -35,7 +35,8 @@ class DeviceStage {
   // before the slot may be overwritten (empty = immediately reusable). `host_sum` is the host checksum
   // when --verify, else 0.
   virtual Status submit_step(std::int64_t step, BatchSlot& slot, std::uint64_t host_sum, std::function<void()>& fence) = 0;
-  virtual Status finish() = 0;               // waits for all submitted work
+  virtual Status drain() = 0;                // waits for all submitted work
+  virtual Status finish() = 0;               // drains, then settles the figures (bandwidth, checksums); once
   virtual DeviceStats stats() const = 0;
   // Device-side records this stage produced itself (the stand-in's compute lane); CUPTI records arrive
   // through the profiler instead.

@@ -38,6 +38,7 @@ class HostStandin final : public DeviceStage {
     fence = nullptr;
     return Status::ok();
   }
+  Status drain() override { return Status::ok(); }
   Status finish() override { return Status::ok(); }
   DeviceStats stats() const override {
     DeviceStats s;

@@ -5,7 +5,6 @@
 #include <condition_variable>
 #include <mutex>
 #include <vector>
-#include <tbb/task_scheduler_observer.h>
 
 #include "sample_loader.h"
 #include "sampler.h"
@@ -13,15 +12,6 @@
 
 namespace stalldx::pipeline {
 
-namespace {
-// Names the arena's worker threads' trace lanes as they join it.
-class WorkerNamer final : public tbb::task_scheduler_observer {
- public:
-  explicit WorkerNamer(tbb::task_arena& a) : tbb::task_scheduler_observer(a) { observe(true); }
-  ~WorkerNamer() override { observe(false); }
-  void on_scheduler_entry(bool) override { set_thread_name("worker"); }
-};
-}  // namespace
 
 struct Producer::Impl {
   const RunConfig& config;
@@ -34,7 +24,6 @@ struct Producer::Impl {
   ShuffleSampler sampler;
   tbb::global_control threads;   // lets the arena have `workers` threads even above the core count
   tbb::task_arena arena;
-  WorkerNamer namer{arena};
   std::vector<std::atomic<int>> remaining_by_slot;  // samples left per slot id
   std::atomic<std::int64_t> pending{0};             // enqueued samples not yet finished
   std::mutex idle_mu;
@@ -56,6 +45,11 @@ struct Producer::Impl {
   // at a steady pace, instead of in bursts. The last sample of a batch hands the slot to the consumer.
   void load_sample(BatchSlot* slot, int i, std::uint64_t first_position, std::atomic<int>* remaining) {
     static const NameId kBusy = register_name("busy_workers");
+    thread_local bool named = false;  // names this worker's trace lane once
+    if (!named) {
+      set_thread_name("worker");
+      named = true;
+    }
     if (!stopping.load(std::memory_order_relaxed)) {
       counter(kBusy, busy.fetch_add(1, std::memory_order_relaxed) + 1);
       const auto u = static_cast<std::size_t>(i);
@@ -74,16 +68,17 @@ struct Producer::Impl {
       counter(kBusy, busy.fetch_sub(1, std::memory_order_relaxed) - 1);
     }
     if (remaining->fetch_sub(1, std::memory_order_acq_rel) == 1 && !stopping.load()) pool.mark_ready(slot);
-    if (pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      std::lock_guard<std::mutex> lock(idle_mu);
-      idle_cv.notify_all();
-    }
+    // Decrement under the lock: stop() can only see zero (and destroy this Impl) after we let go of it.
+    std::lock_guard<std::mutex> lock(idle_mu);
+    if (pending.fetch_sub(1, std::memory_order_acq_rel) == 1) idle_cv.notify_all();
   }
 
   void dispatch_loop() {
     set_thread_name("dispatcher");
     std::int64_t next_batch = 0;
-    const std::int64_t needed = static_cast<std::int64_t>(config.warmup) + config.steps;  // no work past the last step
+    // As a training loop's loader would, keep `prefetch` batches ahead to the very end, so the last steps
+    // look like steady state; unstarted samples of those extra batches are skipped at stop().
+    const std::int64_t needed = static_cast<std::int64_t>(config.warmup) + config.steps + config.prefetch;
     while (!stopping.load() && next_batch < needed) {
       BatchSlot* slot = pool.acquire_free();
       if (slot == nullptr) break;

@@ -42,6 +42,7 @@ struct RunConfig {
   double step_ms = 30;                 // host stand-in compute per step (--device none)
   double device_ms = 30;               // synthetic device step time (CUDA)
   int inflight = 2;                    // queued device steps before the consumer blocks
+  int step_kernels = 50;               // kernel launches the synthetic step is split into (host launch work)
   MemoryKind memory = MemoryKind::pinned;
   CopyStyle copy = CopyStyle::batch;
   bool pin_per_batch = false;          // cudaHostRegister/Unregister around every batch's copy

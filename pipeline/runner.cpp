@@ -31,6 +31,8 @@ Status validate(const RunConfig& c) {
   if (c.warmup < 0) return Status::invalid(fmt::format("--warmup must be >= 0 (got {})", c.warmup));
   if (c.size < 8 || c.size > 4096) return Status::invalid(fmt::format("--size must be in [8, 4096] (got {})", c.size));
   if (c.inflight <= 0) return Status::invalid(fmt::format("--inflight must be >= 1 (got {})", c.inflight));
+  if (c.step_kernels <= 0 || c.step_kernels > 100000)
+    return Status::invalid(fmt::format("--step-kernels must be in [1, 100000] (got {})", c.step_kernels));
   if (c.step_ms < 0 || c.device_ms < 0) return Status::invalid("--step-ms and --device-ms must be >= 0");
   if (c.read_latency_ms < 0 || c.read_bandwidth_mbps < 0 || c.spike_ms < 0 || c.spike_every < 0)
     return Status::invalid("storage knobs (--read-latency-ms, --read-bandwidth-mbps, --spike-*) must be >= 0");
@@ -65,6 +67,7 @@ void describe_config(const RunConfig& c, Session& s) {
   s.set_meta("step_ms", fmt::format("{}", c.step_ms));
   s.set_meta("device_ms", fmt::format("{}", c.device_ms));
   s.set_meta("inflight", fmt::format("{}", c.inflight));
+  s.set_meta("step_kernels", fmt::format("{}", c.step_kernels));
   s.set_meta("memory", to_string(c.memory));
   s.set_meta("copy", to_string(c.copy));
   s.set_meta("pin_per_batch", c.pin_per_batch ? "true" : "false");
@@ -134,7 +137,13 @@ Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<
   Status failure;
   for (int s = 0; s < total; ++s) {
     if (stop && stop->load()) { r.interrupted = true; break; }
-    if (s == c.warmup) steady_begin = prev_end;
+    if (s == c.warmup) {
+      // Steady state starts once the warm-up steps have finished on the device too; otherwise queued
+      // warm-up work would be counted against steady-state images.
+      if (Status st = stage->drain(); !st.is_ok()) { failure = st; break; }
+      prev_end = now_ns();
+      steady_begin = prev_end;
+    }
     double wait_ms = 0;
     {
       StepMark mark(s, s);

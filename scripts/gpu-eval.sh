@@ -8,7 +8,7 @@ source .gpu/env.sh
 export XDG_CACHE_HOME=/tmp/stalldx-cache
 date -u +%FT%TZ > "$OUT/when.txt"; nvidia-smi -L >> "$OUT/when.txt"
 gpu_test > "$OUT/gpu_test.txt" 2>&1; echo "gpu_test rc=$?" >> "$OUT/gpu_test.txt"
-stalldx eval ${SCENARIOS:-configs/scenarios-h200.tsv} --out /tmp/eval --keep-steps 6 --min-accuracy 0 > "$OUT/eval.txt" 2>&1
+stalldx eval ${SCENARIOS:-configs/scenarios-h200.tsv} --out /tmp/eval --keep-steps 4 --min-accuracy 0 > "$OUT/eval.txt" 2>&1
 tar czf "$OUT/eval.tgz" -C /tmp/eval $(cd /tmp/eval && ls *.trimmed.json *.log confusion.*) 2>/dev/null
 if [ -z "${SKIP_SWEEP:-}" ]; then
   stalldx sweep --batch 128 --output float32 --device-ms 30 --warmup 3 --steps 10 --workers 1,2,4,6,8,12,16 --prefetch 1,2,3,4 \

@@ -86,10 +86,10 @@ TEST(Cli, BadInputsExitTwoWithAMessage) {
 TEST(Cli, SigintLeavesALoadableInterruptedTrace) {
   const std::string trace = temp_dir("sig") + "/t.json";
   const std::string out = temp_dir("sig") + "/out.txt";
+  const std::string data = small_dataset();  // made here, before the fork: the child only execs
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    const std::string data = small_dataset();
     freopen(out.c_str(), "w", stdout);
     execl(STALLDX_BINARY, "stalldx", "run", "--data", data.c_str(), "--device", "none", "--batch", "8", "--steps", "100000",
           "--warmup", "1", "--workers", "1", "--step-ms", "2", "--trace", trace.c_str(), static_cast<char*>(nullptr));

@@ -124,7 +124,7 @@ class CudaStage final : public DeviceStage {
         STALLDX_CUDA_TRY(cuda::launch_normalize(static_cast<const std::uint8_t*>(dev_[r]), scratch_, c_.batch, c_.size, compute_));
         input = scratch_;
       }
-      STALLDX_CUDA_TRY(cuda::launch_synthetic_step(input, floats(), iters_, sink_, sms_, compute_));
+      if (Status st = launch_step(input, iters_); !st.is_ok()) return st;
       STALLDX_CUDA_TRY(cudaEventRecord(step_done_[static_cast<std::size_t>(step % c_.inflight)], compute_));
     }
     ring_step_[r] = step;
@@ -138,9 +138,14 @@ class CudaStage final : public DeviceStage {
     return Status::ok();
   }
 
-  Status finish() override {
+  Status drain() override {
     STALLDX_CUDA_TRY(cudaStreamSynchronize(compute_));
     STALLDX_CUDA_TRY(cudaStreamSynchronize(copy_));
+    return Status::ok();
+  }
+
+  Status finish() override {
+    if (Status st = drain(); !st.is_ok()) return st;
     for (std::size_t r = 0; r < ring_step_.size(); ++r) account_copy(r);
     stats_.batch_copy_gbps = copy_ms_ > 0 ? static_cast<double>(copy_bytes_) / (copy_ms_ * 1e6) : 0;
     if (!host_sums_.empty()) {
@@ -176,15 +181,25 @@ class CudaStage final : public DeviceStage {
     }
   }
 
+  // The synthetic step as --step-kernels launches (a model is hundreds of kernels): the first reads the
+  // whole batch, the rest carry the compute; `iters` is the total FMA rounds, split evenly.
+  Status launch_step(const float* input, int iters) {
+    const int k = c_.step_kernels;
+    for (int i = 0; i < k; ++i)
+      STALLDX_CUDA_TRY(cuda::launch_synthetic_step(input, i == 0 ? floats() : 0, iters / k + (i < iters % k ? 1 : 0), sink_, sms_, compute_));
+    return Status::ok();
+  }
+
   Status time_step(int iters, double& ms_out) {
     cudaEvent_t a, b;
     STALLDX_CUDA_TRY(cudaEventCreate(&a));
     STALLDX_CUDA_TRY(cudaEventCreate(&b));
     // The step reads float32 NCHW: the batch buffer itself, or the normalized scratch for uint8 batches.
     const float* input = scratch_ != nullptr ? scratch_ : static_cast<const float*>(dev_[0]);
-    STALLDX_CUDA_TRY(cuda::launch_synthetic_step(input, floats(), iters, sink_, sms_, compute_));
+    if (Status st = launch_step(input, iters); !st.is_ok()) return st;
     STALLDX_CUDA_TRY(cudaEventRecord(a, compute_));
-    for (int i = 0; i < 3; ++i) STALLDX_CUDA_TRY(cuda::launch_synthetic_step(input, floats(), iters, sink_, sms_, compute_));
+    for (int i = 0; i < 3; ++i)
+      if (Status st = launch_step(input, iters); !st.is_ok()) return st;
     STALLDX_CUDA_TRY(cudaEventRecord(b, compute_));
     STALLDX_CUDA_TRY(cudaEventSynchronize(b));
     float ms = 0;
