@@ -77,6 +77,7 @@ Status generate_dataset(const GeneratorOptions& o, GeneratorReport& report) {
   std::vector<Entry> entries(n);
   std::mutex err_mu;
   std::string first_error;
+  std::atomic<std::uint64_t> finished{0};
   std::unique_ptr<tbb::global_control> limit;
   if (o.threads > 0) limit = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism, o.threads);
 
@@ -124,7 +125,10 @@ Status generate_dataset(const GeneratorOptions& o, GeneratorReport& report) {
       std::lock_guard<std::mutex> lock(err_mu);
       if (first_error.empty()) first_error = st.message();
     }
+    finished.fetch_add(1, std::memory_order_release);  // publishes this entry to the reader below
   });
+  // Acquire the workers' entries explicitly (the join inside parallel_for is invisible to ThreadSanitizer).
+  if (finished.load(std::memory_order_acquire) != n) return Status::internal("dataset generation lost work");
   if (!first_error.empty()) return Status::io(fmt::format("dataset generation failed: {}", first_error));
 
   std::ofstream manifest(fs::path(o.root) / "manifest.tsv", std::ios::trunc);
