@@ -116,7 +116,7 @@ Trace trim_steps(const Trace& t, int steps) {
   out.names = t.names;
   out.threads = t.threads;
   out.meta = t.meta;
-  out.meta.config["warmup"] = std::to_string(warmup > 0 ? 1 : 0);
+  // Step ids are kept: the original warm-up count still marks step `first` (when > 0) as warm-up.
   out.meta.config["trimmed"] = fmt::format("steps {}..{} of the recorded run", first, last);
   if (t0 > t1) return out;
   auto in_time = [&](std::int64_t b, std::int64_t e) { return e >= t0 && b <= t1; };
@@ -133,8 +133,7 @@ Trace trim_steps(const Trace& t, int steps) {
     if (c.ts_ns >= t0 && c.ts_ns <= t1) counters.push_back(c);
   const std::size_t every = counters.size() / 2000 + 1;
   for (std::size_t i = 0; i < counters.size(); i += every) out.counters.push_back(counters[i]);
-  // Steps are renumbered so that the trimmed trace reads like a run of its own.
-  out.meta.steps_completed = last - first + 1;
+  out.meta.steps_completed = last + 1;
   return out;
 }
 
