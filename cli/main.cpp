@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "stalldx 0.1.0");
   // CLI11 reads config files at the top level only; subcommands fall through to it, and a file's
   // [run] / [sweep] table holds that subcommand's keys (= its long option names).
+  app.allow_config_extras(CLI::config_extras_mode::error);  // an unknown key in a config is an error, not silence
   app.set_config("--config", "", "TOML file of options: a [run] or [sweep] table whose keys are long option names (see configs/)");
   stalldx::cli::Action run = stalldx::cli::add_run_command(app);
   stalldx::cli::Action dataset = stalldx::cli::add_dataset_command(app);

@@ -69,13 +69,15 @@ TEST(Cli, ConfigFileIsReadByCli11) {
 TEST(Cli, BadInputsExitTwoWithAMessage) {
   const std::string dir = temp_dir("bad");
   stalldx::testing::write_file(dir + "/bad.toml", "[run]\nworkers = \"many\"\n");
-  const std::vector<std::string> cases = {"run --workers 0 --device none", "run --batch -1 --device none",
+  std::vector<std::string> cases = {"run --workers 0 --device none", "run --batch -1 --device none",
                                   "run --data /nonexistent --device none", "run --prefetch 0", "run --device quantum",
                                   fmt::format("run --data {} --batch 100000 --device none", small_dataset()),
                                   fmt::format("run --data {} --device none --trace /nonexistent-dir/t.json", small_dataset()),
                                   fmt::format("run --config {}/bad.toml", dir), "run --config /nonexistent.toml",
                                   "diagnose /nonexistent-trace.json",
                                   fmt::format("diagnose {}/bad_traces/truncated.json", STALLDX_TEST_DATA)};
+  for (const char* bad : {"wrong_type", "zero_workers", "negative_batch", "malformed", "unknown_key", "bad_enum"})
+    cases.push_back(fmt::format("run --device none --config {}/bad_configs/{}.toml", STALLDX_TEST_DATA, bad));
   for (const std::string& args : cases) {
     const Result r = run(args);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
