@@ -162,10 +162,10 @@ void decide(const Thresholds& th, const Coverage& cov, StepAccumulator& acc, Ste
     sd.evidence = fmt::format("stall {:.2f} ms <= {:.2f} ms threshold: busy {:.2f} of {:.2f} ms, work was queued in time",
                               sd.stall_ms, limit, sd.busy_ms, sd.window_ms);
   } else {
-  sd.evidence = fmt::format("stall {:.2f} of {:.2f} ms{}{}", sd.stall_ms, sd.window_ms,
-                            causes.empty() ? std::string() : fmt::format(": {} {:.0f}%", causes[0].second,
-                                                                         100 * causes[0].first / std::max(sd.stall_ms, 1e-9)),
-                            split);
+    const std::string top_cause =
+        causes.empty() ? std::string()
+                       : fmt::format(": {} {:.0f}%", causes[0].second, 100 * causes[0].first / std::max(sd.stall_ms, 1e-9));
+    sd.evidence = fmt::format("stall {:.2f} of {:.2f} ms{}{}", sd.stall_ms, sd.window_ms, top_cause, split);
   }
   switch (sd.verdict) {
     case Verdict::device_bound:

@@ -21,7 +21,6 @@ struct JpegDecoder::Impl {
     int warnings;
   } err{};
   std::vector<std::uint8_t> pixels;
-  std::vector<JSAMPROW> rows;
   bool header_ok = false;
 
   static void on_error(j_common_ptr c) {

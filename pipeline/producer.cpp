@@ -67,7 +67,11 @@ struct Producer::Impl {
       owner.samples_.fetch_add(1, std::memory_order_relaxed);
       counter(kBusy, busy.fetch_sub(1, std::memory_order_relaxed) - 1);
     }
-    if (remaining->fetch_sub(1, std::memory_order_acq_rel) == 1 && !stopping.load()) pool.mark_ready(slot);
+    if (remaining->fetch_sub(1, std::memory_order_acq_rel) == 1 && !stopping.load()) {
+      // The batch's last sample: hand the finished slot (data written in place, labels set) to the consumer.
+      STALLDX_RANGE(collate, "collate", RangeIds{-1, slot->batch, -1});
+      pool.mark_ready(slot);
+    }
     // Decrement under the lock: stop() can only see zero (and destroy this Impl) after we let go of it.
     std::lock_guard<std::mutex> lock(idle_mu);
     if (pending.fetch_sub(1, std::memory_order_acq_rel) == 1) idle_cv.notify_all();

@@ -131,13 +131,15 @@ TEST(EndToEnd, CpuRunCountsStepsTimesBatchAndWritesAHostOnlyTrace) {
   EXPECT_TRUE(r.device.standin);
   EXPECT_EQ(r.bad.total, 0u);
   ASSERT_TRUE(r.has_trace);
-  int steps = 0, waits = 0, reads = 0, decodes = 0, standin = 0;
+  int steps = 0, waits = 0, reads = 0, decodes = 0, standin = 0, collates = 0;
   for (const HostRange& h : r.trace.ranges) {
     steps += h.role == Role::step;
     waits += h.role == Role::wait_batch;
     reads += h.role == Role::retrieval;
     decodes += h.role == Role::decode;
+    collates += h.role == Role::collate;
   }
+  EXPECT_GE(collates, 6);
   for (const DeviceActivity& a : r.trace.activities) standin += a.kind == ActivityKind::standin;
   EXPECT_EQ(steps, 6);
   EXPECT_EQ(waits, 6);

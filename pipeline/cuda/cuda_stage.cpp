@@ -134,7 +134,6 @@ class CudaStage final : public DeviceStage {
     }
     cudaEvent_t done = copy_done_[r];
     fence = [done] { cudaEventSynchronize(done); };  // the slot is free once its copy has completed
-    submitted_ = step + 1;
     return Status::ok();
   }
 
@@ -265,7 +264,6 @@ class CudaStage final : public DeviceStage {
   std::vector<std::uint64_t> host_sums_;
   std::size_t bytes_ = 0;
   int ring_ = 0, sms_ = 1, iters_ = 0;
-  std::int64_t submitted_ = 0;
   double copy_ms_ = 0;
   std::uint64_t copy_bytes_ = 0;
 };
