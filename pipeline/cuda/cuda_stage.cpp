@@ -189,24 +189,34 @@ class CudaStage final : public DeviceStage {
     return Status::ok();
   }
 
+  // Mean milliseconds of `reps` runs of `enqueue` on `stream` (after one untimed warm run), by events.
+  template <typename Enqueue>
+  Status time_on(cudaStream_t stream, int reps, Enqueue&& enqueue, double& ms_out) {
+    cudaEvent_t ev[2] = {nullptr, nullptr};
+    auto done = [&](Status st) {
+      for (cudaEvent_t e : ev)
+        if (e) cudaEventDestroy(e);
+      return st;
+    };
+    for (cudaEvent_t& e : ev)
+      if (cudaEventCreate(&e) != cudaSuccess) return done(Status::unavailable("cudaEventCreate failed"));
+    if (Status st = enqueue(); !st.is_ok()) return done(st);
+    if (cudaEventRecord(ev[0], stream) != cudaSuccess) return done(Status::unavailable("cudaEventRecord failed"));
+    for (int i = 0; i < reps; ++i)
+      if (Status st = enqueue(); !st.is_ok()) return done(st);
+    float ms = 0;
+    const cudaError_t err = cudaEventRecord(ev[1], stream) == cudaSuccess && cudaEventSynchronize(ev[1]) == cudaSuccess
+                                ? cudaEventElapsedTime(&ms, ev[0], ev[1])
+                                : cudaGetLastError();
+    if (err != cudaSuccess) return done(Status::unavailable(fmt::format("CUDA timing failed: {}", cudaGetErrorString(err))));
+    ms_out = ms / reps;
+    return done(Status::ok());
+  }
+
   Status time_step(int iters, double& ms_out) {
-    cudaEvent_t a, b;
-    STALLDX_CUDA_TRY(cudaEventCreate(&a));
-    STALLDX_CUDA_TRY(cudaEventCreate(&b));
     // The step reads float32 NCHW: the batch buffer itself, or the normalized scratch for uint8 batches.
     const float* input = scratch_ != nullptr ? scratch_ : static_cast<const float*>(dev_[0]);
-    if (Status st = launch_step(input, iters); !st.is_ok()) return st;
-    STALLDX_CUDA_TRY(cudaEventRecord(a, compute_));
-    for (int i = 0; i < 3; ++i)
-      if (Status st = launch_step(input, iters); !st.is_ok()) return st;
-    STALLDX_CUDA_TRY(cudaEventRecord(b, compute_));
-    STALLDX_CUDA_TRY(cudaEventSynchronize(b));
-    float ms = 0;
-    STALLDX_CUDA_TRY(cudaEventElapsedTime(&ms, a, b));
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-    ms_out = ms / 3.0;
-    return Status::ok();
+    return time_on(compute_, 3, [&] { return launch_step(input, iters); }, ms_out);
   }
 
   // Scales the FMA loop so one step takes --device-ms on this device; reports what was reached.
@@ -234,20 +244,14 @@ class CudaStage final : public DeviceStage {
     void* host = nullptr;
     STALLDX_CUDA_TRY(cudaHostAlloc(&host, bytes_, cudaHostAllocDefault));
     std::fill_n(static_cast<std::uint8_t*>(host), bytes_, std::uint8_t{1});
-    cudaEvent_t a, b;
-    STALLDX_CUDA_TRY(cudaEventCreate(&a));
-    STALLDX_CUDA_TRY(cudaEventCreate(&b));
-    STALLDX_CUDA_TRY(cudaMemcpyAsync(dev_[0], host, bytes_, cudaMemcpyHostToDevice, copy_));  // warm
-    STALLDX_CUDA_TRY(cudaEventRecord(a, copy_));
-    for (int i = 0; i < 5; ++i) STALLDX_CUDA_TRY(cudaMemcpyAsync(dev_[0], host, bytes_, cudaMemcpyHostToDevice, copy_));
-    STALLDX_CUDA_TRY(cudaEventRecord(b, copy_));
-    STALLDX_CUDA_TRY(cudaEventSynchronize(b));
-    float ms = 0;
-    STALLDX_CUDA_TRY(cudaEventElapsedTime(&ms, a, b));
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
+    double ms = 0;
+    const Status st = time_on(copy_, 5, [&] {
+      const cudaError_t e = cudaMemcpyAsync(dev_[0], host, bytes_, cudaMemcpyHostToDevice, copy_);
+      return e == cudaSuccess ? Status::ok() : Status::unavailable(fmt::format("cudaMemcpyAsync: {}", cudaGetErrorString(e)));
+    }, ms);
     cudaFreeHost(host);
-    stats_.reference_copy_gbps = ms > 0 ? 5.0 * static_cast<double>(bytes_) / (ms * 1e6) : 0;
+    if (!st.is_ok()) return st;
+    stats_.reference_copy_gbps = ms > 0 ? static_cast<double>(bytes_) / (ms * 1e6) : 0;
     return Status::ok();
   }
 
