@@ -113,13 +113,4 @@ void BatchPool::close() {
   ready_cv_.notify_all();
 }
 
-int BatchPool::ready_count() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return static_cast<int>(ready_.size());
-}
-int BatchPool::free_count() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return static_cast<int>(free_.size() + releasing_.size());
-}
-
 }  // namespace stalldx::pipeline

@@ -54,8 +54,6 @@ class BatchPool {
   void release(BatchSlot* slot, std::function<void()> fence);
 
   void close();                       // wakes every waiter; acquire/wait return nullptr from now on
-  int ready_count() const;
-  int free_count() const;
   int size() const { return static_cast<int>(slots_.size()); }
   const std::vector<std::unique_ptr<BatchSlot>>& slots() const { return slots_; }
 

@@ -64,7 +64,6 @@ struct Producer::Impl {
         slot->labels[u] = index.samples[got].label;
       }
       if (failed) owner.failed_.store(true);
-      owner.samples_.fetch_add(1, std::memory_order_relaxed);
       counter(kBusy, busy.fetch_sub(1, std::memory_order_relaxed) - 1);
     }
     if (remaining->fetch_sub(1, std::memory_order_acq_rel) == 1 && !stopping.load()) {

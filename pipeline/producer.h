@@ -24,14 +24,12 @@ class Producer {
   // Stops dispatching, closes the pool, waits for in-flight samples. Idempotent.
   void stop();
   bool failed() const { return failed_.load(); }    // a bad sample under --on-bad-sample fail
-  std::uint64_t samples_loaded() const { return samples_.load(); }
 
   struct Impl;
 
  private:
   std::unique_ptr<Impl> impl_;
   std::atomic<bool> failed_{false};
-  std::atomic<std::uint64_t> samples_{0};
 };
 
 }  // namespace stalldx::pipeline

@@ -125,8 +125,6 @@ class CuptiCollector final : public DeviceCollector {
     reset_locked();
   }
 
-  std::string describe() const override { return "CUPTI activity (runtime, kernel, memcpy, memset, sync, overhead)"; }
-
   static CuptiCollector& instance() {
     static CuptiCollector c;
     return c;

@@ -100,7 +100,6 @@ ThreadBuffer* thread_buffer() noexcept {
   return tls.buffer;
 }
 
-bool recording() noexcept { return g_state.recording.load(std::memory_order_relaxed); }
 
 void begin_range(OpenRange& r) noexcept {
   r.buffer = thread_buffer();

@@ -24,7 +24,6 @@ class DeviceCollector {
   virtual ~DeviceCollector() = default;
   virtual Status start() = 0;
   virtual void stop_and_drain(Trace& trace) = 0;
-  virtual std::string describe() const = 0;
 };
 
 // Process-wide hook table (read on every range when set; written only while no session runs).

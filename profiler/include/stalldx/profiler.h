@@ -55,7 +55,6 @@ struct OpenRange {
 };
 void begin_range(OpenRange& r) noexcept;
 void end_range(OpenRange& r) noexcept;
-bool recording() noexcept;  // relaxed read of the session's on/off flag
 }  // namespace detail
 
 // RAII host range. Cannot be copied, moved or heap-allocated: it lives exactly as long as its scope.
