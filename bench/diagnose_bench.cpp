@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "diagnosis.h"
+#include "stalldx/diagnose/diagnosis.h"
 #include "stalldx/trace_io.h"
 
 using namespace stalldx;

@@ -11,10 +11,10 @@
 #include <thread>
 #include <vector>
 
-#include "bad_samples.h"
+#include "stalldx/pipeline/bad_samples.h"
 #include "dataset_index.h"
-#include "generator.h"
-#include "runner.h"
+#include "stalldx/datasets/generator.h"
+#include "stalldx/pipeline/runner.h"
 #include "sample_loader.h"
 #include "storage.h"
 

@@ -1,11 +1,15 @@
 // The subcommands of the stalldx executable. Each registers its options on `app` and returns the
-// function that runs it (exit code). Exit codes: 0 ok, 1 run failed, 2 bad input/usage, 130/143 signal.
+// function that runs it (exit code). Exit codes: 0 ok, 1 run failed, 2 bad input/usage, 130 after
+// SIGINT, 143 after SIGTERM (StopFlag::exit_code).
 #pragma once
 
 #include <CLI/CLI.hpp>
 
-#include <atomic>
 #include <functional>
+#include <string_view>
+
+#include "stalldx/status.h"
+#include "stalldx/stop.h"
 
 namespace stalldx::cli {
 
@@ -17,8 +21,15 @@ Action add_diagnose_command(CLI::App& app);
 Action add_sweep_command(CLI::App& app);
 Action add_eval_command(CLI::App& app);
 
-// Set by SIGINT/SIGTERM; long commands poll it and stop cleanly.
-std::atomic<bool>& stop_requested();
-int stop_signal();  // the signal that set it (0 = none)
+// Raised by SIGINT/SIGTERM (installed by main); every long command polls it and stops cleanly.
+StopFlag& stop_flag();
+
+// Prints "stalldx <command>: <message>" on stderr and returns the exit code for `st` (2 for bad input,
+// 1 otherwise).
+int fail(std::string_view command, const Status& st);
+// The same for a problem with what the user gave (a path, a file): always exit code 2.
+int fail_input(std::string_view command, const Status& st);
+// Writes `text` to stdout; on failure (a full disk, a closed pipe) says so on stderr and returns false.
+bool print_checked(std::string_view command, std::string_view text);
 
 }  // namespace stalldx::cli

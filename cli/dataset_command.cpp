@@ -3,7 +3,7 @@
 #include <memory>
 
 #include "commands.h"
-#include "generator.h"
+#include "stalldx/datasets/generator.h"
 
 namespace stalldx::cli {
 
@@ -20,13 +20,10 @@ Action add_dataset_command(CLI::App& app) {
   return [opts] {
     datasets::GeneratorReport rep;
     Status st = datasets::generate_dataset(*opts, rep);
-    if (!st.is_ok()) {
-      fmt::print(stderr, "stalldx dataset: {}\n", st.message());
-      return st.code() == Status::Code::invalid_argument ? 2 : 1;
-    }
-    fmt::print("wrote {} images ({} planted bad) to {}: {:.1f} MB, {:.1f} KB mean, {:.1f} s\n", rep.images, rep.bad_planted,
-               opts->root, rep.total_bytes / 1e6, rep.total_bytes / 1024.0 / static_cast<double>(rep.images), rep.seconds);
-    return 0;
+    if (!st.is_ok()) return fail("dataset", st);
+    const bool ok = print_checked("dataset", fmt::format("wrote {} images ({} planted bad) to {}: {:.1f} MB, {:.1f} KB mean, {:.1f} s\n", rep.images, rep.bad_planted,
+               opts->root, rep.total_bytes / 1e6, rep.total_bytes / 1024.0 / static_cast<double>(rep.images), rep.seconds));
+    return ok ? 0 : 1;
   };
 }
 

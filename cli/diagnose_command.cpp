@@ -1,11 +1,10 @@
 #include <fmt/format.h>
 
-#include <fstream>
-#include <iostream>
 #include <memory>
 
 #include "commands.h"
-#include "diagnosis.h"
+#include "stalldx/diagnose/diagnosis.h"
+#include "stalldx/output_file.h"
 #include "stalldx/trace_io.h"
 
 namespace stalldx::cli {
@@ -25,28 +24,26 @@ Action add_diagnose_command(CLI::App& app) {
   sub->add_flag("--json", a->json, "print the report as JSON");
   sub->add_option("--svg", a->svg, "write a per-step busy + stall chart as SVG");
   sub->add_flag("--no-summaries", a->no_summaries, "leave out the summary tables");
-  sub->add_option("--device-bound-ms", a->th.device_bound_ms, "stall at or under this (ms) is device-bound")->capture_default_str();
-  sub->add_option("--device-bound-fraction", a->th.device_bound_fraction, "... or under this fraction of the step window")->capture_default_str();
-  sub->add_option("--dominant-share", a->th.dominant_share, "share of the stall a class needs to name the verdict")->capture_default_str();
-  sub->add_option("--warmup", a->th.warmup_steps, "warm-up steps (-1 = from the trace's config)")->capture_default_str();
+  sub->add_option("--device-bound-ms", a->th.device_bound_ms, "stall at or under this (ms) is device-bound")
+      ->capture_default_str()->check(CLI::Range(0.0, 1e6));
+  sub->add_option("--device-bound-fraction", a->th.device_bound_fraction, "... or under this fraction of the step window")
+      ->capture_default_str()->check(CLI::Range(0.0, 1.0));
+  sub->add_option("--dominant-share", a->th.dominant_share, "share of the stall a class needs to name the verdict")
+      ->capture_default_str()->check(CLI::Range(0.0, 1.0));
+  sub->add_option("--warmup", a->th.warmup_steps, "warm-up steps (-1 = from the trace's config)")
+      ->capture_default_str()->check(CLI::Range(-1, 100000));
   return [a] {
-    Trace t;
-    if (Status st = read_trace_file(a->trace, t); !st.is_ok()) {
-      fmt::print(stderr, "stalldx diagnose: {}\n", st.message());
-      return 2;
-    }
-    const diagnose::Report rep = diagnose::diagnose(t, a->th);
-    if (a->json) std::cout << diagnose::report_json(rep) << "\n";
-    else std::cout << diagnose::report_text(rep, !a->no_summaries);
     if (!a->svg.empty()) {
-      std::ofstream out(a->svg);
-      out << diagnose::report_svg(rep);
-      out.close();
-      if (!out) {
-        fmt::print(stderr, "stalldx diagnose: cannot write '{}'\n", a->svg);
-        return 1;
-      }
+      OutputCheck check{"SVG"};
+      if (Status st = check_output_path(a->svg, check); !st.is_ok()) return fail_input("diagnose", st);
     }
+    Trace t;
+    if (Status st = read_trace_file(a->trace, t); !st.is_ok()) return fail_input("diagnose", st);
+    if (stop_flag().stopped()) return stop_flag().exit_code();
+    const diagnose::Report rep = diagnose::diagnose(t, a->th);
+    if (!print_checked("diagnose", a->json ? diagnose::report_json(rep) + "\n" : diagnose::report_text(rep, !a->no_summaries))) return 1;
+    if (!a->svg.empty())
+      if (Status st = write_file_atomic(a->svg, diagnose::report_svg(rep)); !st.is_ok()) return fail("diagnose", st);
     return 0;
   };
 }

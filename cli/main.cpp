@@ -1,23 +1,36 @@
 // stalldx: why does my input pipeline stall? Thin main: subcommands live in cli/*_command.cpp.
+#include <fmt/format.h>
+
 #include <csignal>
 
 #include "commands.h"
-
-namespace {
-volatile std::sig_atomic_t g_signal = 0;
-void on_signal(int sig) {
-  g_signal = sig;
-  stalldx::cli::stop_requested().store(true);
-}
-}  // namespace
+#include "stalldx/output_file.h"
 
 namespace stalldx::cli {
-std::atomic<bool>& stop_requested() {
-  static std::atomic<bool> flag{false};
+StopFlag& stop_flag() {
+  static StopFlag flag;
   return flag;
 }
-int stop_signal() { return g_signal; }
+int fail(std::string_view command, const Status& st) {
+  fmt::print(stderr, "stalldx {}: {}\n", command, st.message());
+  return st.code() == Status::Code::invalid_argument || st.code() == Status::Code::parse_error ? 2 : 1;
+}
+int fail_input(std::string_view command, const Status& st) {
+  fail(command, st);
+  return 2;
+}
+bool print_checked(std::string_view command, std::string_view text) {
+  if (Status st = write_stdout(text); !st.is_ok()) {
+    fmt::print(stderr, "stalldx {}: {}\n", command, st.message());
+    return false;
+  }
+  return true;
+}
 }  // namespace stalldx::cli
+
+namespace {
+void on_signal(int sig) { stalldx::cli::stop_flag().raise(sig); }
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"stalldx: per-step diagnosis of GPU input-pipeline stalls (retrieval, decoding, submission, device-bound)"};
@@ -27,11 +40,11 @@ int main(int argc, char** argv) {
   // [run] / [sweep] table holds that subcommand's keys (= its long option names).
   app.allow_config_extras(CLI::config_extras_mode::error);  // an unknown key in a config is an error, not silence
   app.set_config("--config", "", "TOML file of options: a [run] or [sweep] table whose keys are long option names (see configs/)");
-  stalldx::cli::Action run = stalldx::cli::add_run_command(app);
-  stalldx::cli::Action dataset = stalldx::cli::add_dataset_command(app);
-  stalldx::cli::Action diagnose = stalldx::cli::add_diagnose_command(app);
-  stalldx::cli::Action eval = stalldx::cli::add_eval_command(app);
-  stalldx::cli::Action sweep = stalldx::cli::add_sweep_command(app);
+  const stalldx::cli::Action run = stalldx::cli::add_run_command(app);
+  const stalldx::cli::Action dataset = stalldx::cli::add_dataset_command(app);
+  const stalldx::cli::Action diagnose = stalldx::cli::add_diagnose_command(app);
+  const stalldx::cli::Action eval = stalldx::cli::add_eval_command(app);
+  const stalldx::cli::Action sweep = stalldx::cli::add_sweep_command(app);
 
   for (CLI::App* sub : app.get_subcommands({})) sub->fallthrough();
   try {
@@ -40,11 +53,13 @@ int main(int argc, char** argv) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
+  // No SA_RESTART: a blocking call returns EINTR, so every wait sees the flag promptly.
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);  // a closed stdout is a write error we report, not a silent death
   for (CLI::App* sub : app.get_subcommands()) {
     const std::string name = sub->get_name();
     if (name == "run") return run();
@@ -52,7 +67,6 @@ int main(int argc, char** argv) {
     if (name == "diagnose") return diagnose();
     if (name == "eval") return eval();
     if (name == "sweep") return sweep();
-
   }
   return 2;
 }

@@ -1,26 +1,23 @@
 #include <fmt/format.h>
 
-#include <csignal>
-#include <iostream>
 #include <memory>
 
 #include "commands.h"
-#include "diagnosis.h"
-#include "generator.h"
 #include "run_options.h"
-#include "run_report.h"
-#include "runner.h"
+#include "stalldx/datasets/generator.h"
+#include "stalldx/diagnose/diagnosis.h"
+#include "stalldx/output_file.h"
+#include "stalldx/pipeline/runner.h"
+#include "stalldx/tasks/run_report.h"
 #include "stalldx/trace_io.h"
 
 namespace stalldx::cli {
 
 namespace {
 struct RunArgs {
-  pipeline::RunConfig config;
+  RunConfig config;
   bool json = false;
 };
-
-int signal_exit_code() { return stop_signal() == SIGTERM ? 143 : 130; }
 }  // namespace
 
 Action add_run_command(CLI::App& app) {
@@ -29,51 +26,44 @@ Action add_run_command(CLI::App& app) {
   add_run_options(*sub, a->config);
   sub->add_flag("--json", a->json, "print the report as JSON");
   return [a] {
-    pipeline::RunConfig& c = a->config;
-    if (Status st = pipeline::validate(c); !st.is_ok()) {
-      fmt::print(stderr, "stalldx run: {}\n", st.message());
-      return 2;
-    }
-    if (!c.trace.empty()) {
-      if (Status st = check_writable(c.trace); !st.is_ok()) {
-        fmt::print(stderr, "stalldx run: {}\n", st.message());
-        return 2;
-      }
-    }
-    if (c.data.empty()) {
-      if (Status st = datasets::ensure_default_dataset(c.data, true); !st.is_ok()) {
-        fmt::print(stderr, "stalldx run: cannot make the default dataset: {}\n", st.message());
-        return 1;
-      }
-    }
+    RunConfig& c = a->config;
+    if (Status st = pipeline::validate(c); !st.is_ok()) return fail("run", st);
+    if (!c.trace.empty() && !c.profile)
+      return fail("run", Status::invalid(fmt::format("--trace '{}' with --no-profile: nothing would be recorded; drop one of them", c.trace)));
+    if (c.data.empty())
+      if (Status st = datasets::ensure_default_dataset(c.data, true); !st.is_ok())
+        return fail("run", Status::io(fmt::format("cannot make the default dataset: {}", st.message())));
+    OutputCheck trace_check{"trace", c.data};
+    if (!c.trace.empty())
+      if (Status st = check_output_path(c.trace, trace_check); !st.is_ok()) return fail_input("run", st);
     pipeline::RunResult r;
-    Status st = pipeline::run_pipeline(c, r, &stop_requested());
+    Status st = pipeline::run_pipeline(c, r, &stop_flag().requested);
     if (!r.device_notice.empty()) fmt::print(stderr, "stalldx: {}\n", r.device_notice);
     int rc = 0;
     if (!st.is_ok()) {
-      fmt::print(stderr, "stalldx run: {}\n", st.message());
-      rc = st.code() == Status::Code::invalid_argument ? 2 : 1;
+      rc = fail("run", st);
       if (r.steps_completed == 0) return rc;
     }
     // Profiled: the diagnosis of this very run follows the measurements.
+    std::string out;
     if (a->json) {
-      nlohmann::json j = run_report_json(r);
+      nlohmann::json j = tasks::run_report_json(r);
       if (r.has_trace) j["diagnosis"] = nlohmann::json::parse(diagnose::report_json(diagnose::diagnose(r.trace)));
-      std::cout << j.dump(2) << "\n";
+      out = j.dump(2) + "\n";
     } else {
-      std::cout << run_report_text(r);
-      if (r.has_trace) std::cout << "\n" << diagnose::report_text(diagnose::diagnose(r.trace), true);
+      out = tasks::run_report_text(r);
+      if (r.has_trace) out += "\n" + diagnose::report_text(diagnose::diagnose(r.trace), true);
     }
+    if (!print_checked("run", out)) rc = 1;
     if (r.has_trace && !c.trace.empty()) {
-      if (Status ws = write_trace_file(r.trace, c.trace); !ws.is_ok()) {
-        fmt::print(stderr, "stalldx run: {}\n", ws.message());
-        return 1;
-      }
-      if (!a->json) fmt::print("  trace   {} (open in ui.perfetto.dev)\n", c.trace);
+      if (Status ws = write_trace_file(r.trace, c.trace); !ws.is_ok()) return fail("run", ws);
+      if (!a->json)
+        if (!print_checked("run", fmt::format("  trace   {}{} (open in ui.perfetto.dev)\n", c.trace, trace_check.replaced ? " (replaced the file that was there)" : "")))
+          rc = 1;
     }
     if (r.interrupted) {
       fmt::print(stderr, "stalldx run: interrupted after {} steps\n", r.steps_completed);
-      return signal_exit_code();
+      return stop_flag().exit_code();
     }
     return rc;
   };

@@ -1,14 +1,14 @@
-// Binds every RunConfig field to a CLI11 option (and so to a TOML config key: CLI11 reads --config
-// files itself, keys = long option names). One source of truth for run and sweep.
+// Binds the run field table (stalldx/run_config.h) to CLI11 options — and so to TOML config keys:
+// CLI11 reads --config files itself, keys = long option names. Nothing here names an option.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
-#include "run_config.h"
+#include "stalldx/run_config.h"
 
 namespace stalldx::cli {
 
-// `pipeline_only` leaves out the options a sweep lists itself (workers, prefetch) and the trace.
-void add_run_options(CLI::App& app, pipeline::RunConfig& c, bool pipeline_only = false);
+enum class OptionSet { run, sweep };  // sweep: leaves out the axes (workers, prefetch) and run-only fields
+void add_run_options(CLI::App& app, RunConfig& c, OptionSet set = OptionSet::run);
 
 }  // namespace stalldx::cli

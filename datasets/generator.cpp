@@ -1,4 +1,4 @@
-#include "generator.h"
+#include "stalldx/datasets/generator.h"
 
 #include <fmt/format.h>
 #include <tbb/global_control.h>
@@ -14,7 +14,7 @@
 #include <random>
 #include <vector>
 
-#include "synth_image.h"
+#include "stalldx/datasets/synth_image.h"
 
 namespace fs = std::filesystem;
 

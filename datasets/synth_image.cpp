@@ -1,4 +1,4 @@
-#include "synth_image.h"
+#include "stalldx/datasets/synth_image.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 // Per-step verdicts: windows on the device's busy timeline, idle time attributed to what the consumer
 // thread was doing (innermost range), wait time split by the producers' work on the awaited batch.
-#include "diagnosis.h"
+#include "stalldx/diagnose/diagnosis.h"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,9 @@
 #include <cmath>
 #include <map>
 
-#include "context.h"
+#include "input_split.h"
+#include "summaries.h"
+#include "trace_index.h"
 
 namespace stalldx::diagnose {
 
@@ -265,6 +267,9 @@ Report diagnose(const Trace& t, const Thresholds& th) {
   }
   if (ix.steps.empty()) cov.notes.push_back("no step ranges: nothing to diagnose per step");
   if (cov.interrupted) cov.notes.push_back("the run was interrupted: the last steps may be incomplete");
+  const RecordedConfig recorded = recorded_config(t);
+  for (const std::string& p : recorded.problems) cov.notes.push_back(p);
+  if (!recorded.problems.empty()) lowered.push_back(fmt::format("{} recorded config values refused", recorded.problems.size()));
   if (!lowered.empty()) {
     cov.confidence = "lowered: ";
     for (std::size_t i = 0; i < lowered.size(); ++i) cov.confidence += (i ? "; " : "") + lowered[i];

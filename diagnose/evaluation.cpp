@@ -1,4 +1,4 @@
-#include "evaluation.h"
+#include "stalldx/diagnose/evaluation.h"
 
 #include <fmt/format.h>
 
@@ -101,10 +101,7 @@ std::string confusion_json(const std::vector<ScenarioScore>& scores) {
 }
 
 Trace trim_steps(const Trace& t, int steps) {
-  int warmup = 0;
-  if (auto it = t.meta.config.find("warmup"); it != t.meta.config.end()) {
-    try { warmup = std::stoi(it->second); } catch (...) {}
-  }
+  const int warmup = warmup_steps(t);
   const std::int64_t first = std::max(0, warmup - 1), last = warmup + steps - 1;  // inclusive
   auto kept = [&](std::int64_t s) { return s >= first && s <= last; };
   std::int64_t t0 = INT64_MAX, t1 = INT64_MIN;

@@ -4,15 +4,11 @@
 #include <algorithm>
 #include <map>
 
-#include "context.h"
+#include "summaries.h"
 
 namespace stalldx::diagnose {
 
 namespace {
-std::string config_value(const Trace& t, const char* key, const char* fallback) {
-  auto it = t.meta.config.find(key);
-  return it == t.meta.config.end() ? fallback : it->second;
-}
 bool any_detail(const Report& rep, const char* needle) {
   for (const StepDiagnosis& s : rep.steps)
     if (!s.warmup)
@@ -39,8 +35,10 @@ void build_run_summary(const Trace& t, const Thresholds& th, Report& rep) {
   sum.dominant = sum.verdict_counts.empty() ? "none" : sum.verdict_counts.front().first;
 
   auto& rec = sum.recommendations;
-  const std::string workers = config_value(t, "workers", "?");
-  const std::string prefetch = config_value(t, "prefetch", "?");
+  const RecordedConfig recorded = recorded_config(t);
+  const RunConfig& cfg = recorded.config;
+  const std::string workers = recorded.present ? std::to_string(cfg.workers) : "?";
+  const std::string prefetch = recorded.present ? std::to_string(cfg.prefetch) : "?";
   if (sum.steady_steps == 0) rec.push_back("no steady-state steps were recorded: run more steps than warm-up");
   else if (sum.steady_steps < th.short_capture_steps)
     rec.push_back(fmt::format("this capture is too short to describe steady state ({} steady steps): record more steps", sum.steady_steps));
@@ -64,9 +62,10 @@ void build_run_summary(const Trace& t, const Thresholds& th, Report& rep) {
   }
   if (share(StallClass::decoding) >= 0.3) {
     std::string r = fmt::format("decoding: {:.0f} ms of stall on CPU decode — more workers (now {})", sum.stall_ms[1], workers);
-    if (config_value(t, "dct_scaling", "true") == "false") r += ", enable DCT-scaled decode";
-    if (config_value(t, "roi_decode", "true") == "false") r += ", enable region-of-interest decode";
-    rec.push_back(r + ", or uint8 output with normalization on the device");
+    if (!cfg.dct_scaling) r += ", enable DCT-scaled decode";
+    if (!cfg.roi_decode) r += ", enable region-of-interest decode";
+    if (cfg.output != OutputFormat::uint8_nhwc) r += ", or uint8 output with normalization on the device";
+    rec.push_back(r);
   }
   if (share(StallClass::submission) >= 0.3) {
     std::string r = fmt::format("submission: {:.0f} ms of stall in the host's CUDA calls", sum.stall_ms[2]);

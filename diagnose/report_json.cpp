@@ -1,6 +1,6 @@
 #include <nlohmann/json.hpp>
 
-#include "diagnosis.h"
+#include "stalldx/diagnose/diagnosis.h"
 
 namespace stalldx::diagnose {
 

@@ -4,7 +4,8 @@
 #include <algorithm>
 #include <iterator>
 
-#include "diagnosis.h"
+#include "markup.h"
+#include "stalldx/diagnose/diagnosis.h"
 
 namespace stalldx::diagnose {
 
@@ -20,7 +21,7 @@ std::string report_svg(const Report& rep) {
   fmt::format_to(o, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"11\">\n",
                  width, height + top + 60);
   fmt::format_to(o, "<text x=\"{}\" y=\"20\" font-size=\"14\">stalldx: per-step device busy and stall by class ({})</text>\n", left,
-                 rep.coverage.standin ? "host stand-in" : rep.device);
+                 xml_escape(rep.coverage.standin ? "host stand-in" : rep.device));
   fmt::format_to(o, "<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"black\"/>\n", left - 2, top, top + height);
   fmt::format_to(o, "<text x=\"5\" y=\"{}\">{:.0f} ms</text><text x=\"5\" y=\"{}\">0</text>\n", top + 10, max_ms, top + height);
   for (int i = 0; i < n; ++i) {

@@ -4,7 +4,7 @@
 
 #include <iterator>
 
-#include "diagnosis.h"
+#include "stalldx/diagnose/diagnosis.h"
 
 namespace stalldx::diagnose {
 

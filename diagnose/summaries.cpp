@@ -5,7 +5,8 @@
 #include <algorithm>
 #include <map>
 
-#include "context.h"
+#include "summaries.h"
+#include "stalldx/stats.h"
 
 namespace stalldx::diagnose {
 
@@ -24,7 +25,7 @@ std::vector<SummaryRow> finish(std::map<std::pair<std::string, std::string>, Gro
     std::sort(g.durations.begin(), g.durations.end());
     for (double d : g.durations) r.total_ms += d;
     r.mean_ms = r.count ? r.total_ms / static_cast<double>(r.count) : 0;
-    r.p95_ms = r.count ? g.durations[std::min(r.count - 1, static_cast<std::uint64_t>(0.95 * static_cast<double>(r.count)))] : 0;
+    r.p95_ms = percentile_sorted(g.durations, 95);
     r.max_ms = r.count ? g.durations.back() : 0;
     r.bytes = g.bytes;
     rows.push_back(std::move(r));

@@ -1,4 +1,4 @@
-#include "sweep_analysis.h"
+#include "stalldx/diagnose/sweep_analysis.h"
 
 #include <fmt/format.h>
 
@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+
+#include "markup.h"
 
 namespace stalldx::diagnose {
 
@@ -161,11 +163,11 @@ std::string sweep_svg(const std::vector<SweepPoint>& points, const Recommendatio
     const bool chosen = r.chosen == &p, top_cell = r.best == &p;
     fmt::format_to(o, "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"rgb({},{},255)\" stroke=\"{}\" stroke-width=\"{}\"><title>{} workers, prefetch {}: {:.0f} img/s, {}</title></rect>\n",
                    left + i * cw, top + j * ch, cw - 2, ch - 2, c, c, chosen ? "#d62728" : top_cell ? "#000" : "#fff", chosen || top_cell ? 3 : 1,
-                   p.workers, p.prefetch, p.images_per_second, p.dominant);
+                   p.workers, p.prefetch, p.images_per_second, xml_escape(p.dominant));
     fmt::format_to(o, "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"{}\">{:.0f}</text>\n", left + i * cw + cw / 2, top + j * ch + 18,
                    f > 0.6 ? "#fff" : "#000", p.images_per_second);
     fmt::format_to(o, "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"9\" fill=\"{}\">{}</text>\n", left + i * cw + cw / 2,
-                   top + j * ch + 32, f > 0.6 ? "#fff" : "#000", p.dominant);
+                   top + j * ch + 32, f > 0.6 ? "#fff" : "#000", xml_escape(p.dominant));
   }
   fmt::format_to(o, "<text x=\"{}\" y=\"{}\">red frame: recommended; black frame: best. {}</text>\n", left,
                  top + ch * static_cast<int>(pv.size()) + 20, r.chosen ? fmt::format("{} workers, prefetch {}", r.chosen->workers, r.chosen->prefetch) : "");

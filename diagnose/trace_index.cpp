@@ -1,7 +1,7 @@
 #include <algorithm>
 #include <map>
 
-#include "context.h"
+#include "input_split.h"
 
 namespace stalldx::diagnose {
 
@@ -58,12 +58,22 @@ TraceIndex::TraceIndex(const Trace& t, const Thresholds& th) : trace(t) {
   busy = merge_union(std::move(work));
   if (t.meta.config.count("standin") && t.meta.config.at("standin") == "true") standin = true;
 
-  warmup = 0;
-  if (th.warmup_steps >= 0) {
-    warmup = th.warmup_steps;
-  } else if (auto it = t.meta.config.find("warmup"); it != t.meta.config.end()) {
-    try { warmup = std::max(0, std::stoi(it->second)); } catch (...) { warmup = 0; }
-  }
+  warmup = warmup_steps(t, th);
+}
+
+RecordedConfig recorded_config(const Trace& t) {
+  RecordedConfig rc;
+  rc.present = from_meta(t.meta.config, rc.config, rc.problems);
+  return rc;
+}
+
+int warmup_steps(const Trace& t, const Thresholds& th) {
+  if (th.warmup_steps >= 0) return th.warmup_steps;
+  auto it = t.meta.config.find("warmup");
+  if (it == t.meta.config.end()) return 0;
+  RunConfig probe;
+  if (!find_run_field("warmup")->assign(probe, it->second).is_ok()) return 0;
+  return probe.warmup;
 }
 
 InputSplit split_wait(const TraceIndex& ix, const HostRange& w) {

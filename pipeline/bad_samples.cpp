@@ -1,4 +1,4 @@
-#include "bad_samples.h"
+#include "stalldx/pipeline/bad_samples.h"
 
 namespace stalldx::pipeline {
 

@@ -1,5 +1,5 @@
 // Built when CMake found no CUDA toolkit: the CUDA stage does not exist in this binary.
-#include "device_stage.h"
+#include "stalldx/stage/device_stage.h"
 
 namespace stalldx::pipeline {
 

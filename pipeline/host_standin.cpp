@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "device_stage.h"
+#include "stalldx/stage/device_stage.h"
 #include "stalldx/profiler.h"
 
 namespace stalldx::pipeline {

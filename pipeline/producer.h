@@ -7,10 +7,10 @@
 #include <memory>
 #include <thread>
 
-#include "bad_samples.h"
-#include "batch_pool.h"
+#include "stalldx/pipeline/bad_samples.h"
+#include "stalldx/stage/batch_pool.h"
 #include "dataset_index.h"
-#include "run_config.h"
+#include "stalldx/run_config.h"
 #include "storage.h"
 
 namespace stalldx::pipeline {

@@ -1,43 +1,32 @@
-#include "runner.h"
+#include "stalldx/pipeline/runner.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 
-#include "batch_pool.h"
-#include "checksum.h"
+#include "stalldx/stage/batch_pool.h"
+#include "stalldx/stage/checksum.h"
 #include "dataset_index.h"
 #include "producer.h"
 #include "stalldx/profiler.h"
+#include "stalldx/stats.h"
 
 namespace stalldx::pipeline {
 
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const double rank = p / 100.0 * static_cast<double>(v.size() - 1);
-  const auto lo = static_cast<std::size_t>(std::floor(rank));
-  const auto hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (rank - static_cast<double>(lo));
-}
-
 Status validate(const RunConfig& c) {
-  if (c.workers <= 0) return Status::invalid(fmt::format("--workers must be >= 1 (got {})", c.workers));
-  if (c.workers > 1024) return Status::invalid(fmt::format("--workers {} is absurd (max 1024)", c.workers));
-  if (c.prefetch <= 0) return Status::invalid(fmt::format("--prefetch must be >= 1 (got {})", c.prefetch));
-  if (c.batch <= 0) return Status::invalid(fmt::format("--batch must be >= 1 (got {})", c.batch));
-  if (c.steps <= 0) return Status::invalid(fmt::format("--steps must be >= 1 (got {})", c.steps));
-  if (c.warmup < 0) return Status::invalid(fmt::format("--warmup must be >= 0 (got {})", c.warmup));
-  if (c.size < 8 || c.size > 4096) return Status::invalid(fmt::format("--size must be in [8, 4096] (got {})", c.size));
-  if (c.inflight <= 0) return Status::invalid(fmt::format("--inflight must be >= 1 (got {})", c.inflight));
-  if (c.step_kernels <= 0 || c.step_kernels > 100000)
-    return Status::invalid(fmt::format("--step-kernels must be in [1, 100000] (got {})", c.step_kernels));
-  if (c.step_ms < 0 || c.device_ms < 0) return Status::invalid("--step-ms and --device-ms must be >= 0");
-  if (c.read_latency_ms < 0 || c.read_bandwidth_mbps < 0 || c.spike_ms < 0 || c.spike_every < 0)
-    return Status::invalid("storage knobs (--read-latency-ms, --read-bandwidth-mbps, --spike-*) must be >= 0");
-  if (batch_bytes(c) * static_cast<std::size_t>(c.prefetch + 3) > (64ull << 30))
-    return Status::invalid(fmt::format("{} batches of {:.1f} MB would exceed 64 GB of slots", c.prefetch + 3, batch_bytes(c) / 1e6));
+  // Each value was range-checked when it was parsed (the field table); here: what the table cannot
+  // check alone, and configs built in code.
+  static const RunConfig defaults{};
+  for (const RunField& f : run_fields()) {
+    RunConfig probe = defaults;
+    if (Status st = f.assign(probe, f.value(c)); !st.is_ok()) return st;
+  }
+  if (c.read_bandwidth_mbps > 0 && c.read_bandwidth_mbps < 0.1)
+    return Status::invalid(fmt::format("--read-bandwidth-mbps {} is absurd: 0 (no cap) or >= 0.1 MB/s", c.read_bandwidth_mbps));
+  const int slots = slot_count(c, kMaxExtraSlots);
+  if (batch_bytes(c) * static_cast<std::size_t>(slots) > (64ull << 30))
+    return Status::invalid(fmt::format("{} batch slots of {:.1f} MB would exceed 64 GB", slots, batch_bytes(c) / 1e6));
   return Status::ok();
 }
 
@@ -54,32 +43,6 @@ void fill_stats(RunResult& r) {
   r.wait_mean = r.wait_ms.empty() ? 0 : sum / static_cast<double>(r.wait_ms.size());
 }
 
-void describe_config(const RunConfig& c, Session& s) {
-  s.set_meta("data", c.data);
-  s.set_meta("workers", fmt::format("{}", c.workers));
-  s.set_meta("prefetch", fmt::format("{}", c.prefetch));
-  s.set_meta("batch", fmt::format("{}", c.batch));
-  s.set_meta("warmup", fmt::format("{}", c.warmup));
-  s.set_meta("steps", fmt::format("{}", c.steps));
-  s.set_meta("output", to_string(c.output));
-  s.set_meta("transform", to_string(c.transform));
-  s.set_meta("device_kind", to_string(c.device));
-  s.set_meta("step_ms", fmt::format("{}", c.step_ms));
-  s.set_meta("device_ms", fmt::format("{}", c.device_ms));
-  s.set_meta("inflight", fmt::format("{}", c.inflight));
-  s.set_meta("step_kernels", fmt::format("{}", c.step_kernels));
-  s.set_meta("memory", to_string(c.memory));
-  s.set_meta("copy", to_string(c.copy));
-  s.set_meta("pin_per_batch", c.pin_per_batch ? "true" : "false");
-  s.set_meta("sync_every_step", c.sync_every_step ? "true" : "false");
-  s.set_meta("read_latency_ms", fmt::format("{}", c.read_latency_ms));
-  s.set_meta("read_bandwidth_mbps", fmt::format("{}", c.read_bandwidth_mbps));
-  s.set_meta("cold_cache", c.cold_cache ? "true" : "false");
-  s.set_meta("spike_every", fmt::format("{}", c.spike_every));
-  s.set_meta("spike_ms", fmt::format("{}", c.spike_ms));
-  s.set_meta("dct_scaling", c.dct_scaling ? "true" : "false");
-  s.set_meta("roi_decode", c.roi_decode ? "true" : "false");
-}
 }  // namespace
 
 Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<bool>* stop) {
@@ -114,7 +77,7 @@ Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<
   r.config = c;
 
   // Slots: `prefetch` ready ahead + the consumer's + any still being read by an in-flight copy.
-  r.slots = c.prefetch + 1 + stage->extra_slots();
+  r.slots = slot_count(c, stage->extra_slots());
   std::unique_ptr<BatchPool> pool;
   if (Status st = BatchPool::create(r.slots, batch_bytes(c), stage->allocator(), pool); !st.is_ok()) return st;
 
@@ -122,8 +85,9 @@ Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<
   if (c.profile) {
     SessionOptions so;
     so.cpu_time = c.cpu_time;
+    if (Status st = stage->install_collectors(session); !st.is_ok()) return st;
     if (Status st = session.start(so); !st.is_ok()) return st;
-    describe_config(c, session);
+    to_meta(c, session.mutable_trace().meta.config);
   }
   set_thread_name("consumer");
 

@@ -5,9 +5,9 @@
 
 #include <cstdint>
 
-#include "bad_samples.h"
+#include "stalldx/pipeline/bad_samples.h"
 #include "dataset_index.h"
-#include "run_config.h"
+#include "stalldx/run_config.h"
 #include "storage.h"
 
 namespace stalldx::pipeline {

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <random>
 
-#include "run_config.h"
+#include "stalldx/run_config.h"
 
 namespace stalldx::pipeline {
 

@@ -7,11 +7,11 @@
 #include <fstream>
 #include <map>
 
-#include "generator.h"
+#include "stalldx/datasets/generator.h"
 #include "jpeg_decoder.h"
-#include "runner.h"
+#include "stalldx/pipeline/runner.h"
 #include "storage.h"
-#include "synth_image.h"
+#include "stalldx/datasets/synth_image.h"
 #include "test_support.h"
 
 namespace fs = std::filesystem;

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "stalldx/trace_io.h"
-#include "test_support.h"
+#include "test_dataset.h"
 
 namespace {
 
@@ -52,7 +52,7 @@ TEST(Cli, JsonOutputParses) {
   ASSERT_EQ(r.code, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
   EXPECT_EQ(j.at("images"), 24);
-  EXPECT_EQ(j.at("config").at("profiled"), false);
+  EXPECT_EQ(j.at("config").at("profile"), false);
 }
 
 TEST(Cli, ConfigFileIsReadByCli11) {

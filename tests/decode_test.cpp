@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "jpeg_decoder.h"
-#include "synth_image.h"
+#include "stalldx/datasets/synth_image.h"
 
 namespace stalldx::pipeline {
 namespace {

@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <map>
 
-#include "diagnosis.h"
-#include "runner.h"
-#include "test_support.h"
+#include "stalldx/diagnose/diagnosis.h"
+#include "stalldx/pipeline/runner.h"
+#include "test_dataset.h"
 
 namespace stalldx::pipeline {
 namespace {

@@ -5,10 +5,10 @@
 #include <set>
 
 #include "dataset_index.h"
-#include "runner.h"
+#include "stalldx/pipeline/runner.h"
 #include "sampler.h"
 #include "stalldx/trace_io.h"
-#include "test_support.h"
+#include "test_dataset.h"
 #include "transform.h"
 
 namespace stalldx::pipeline {

@@ -9,9 +9,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "evaluation.h"
+#include "stalldx/diagnose/evaluation.h"
 #include "stalldx/trace_io.h"
-#include "test_support.h"
+#include "test_dataset.h"
 
 namespace stalldx::diagnose {
 namespace {

@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "sweep_analysis.h"
-#include "test_support.h"
+#include "stalldx/diagnose/sweep_analysis.h"
+#include "test_dataset.h"
 
 namespace stalldx::diagnose {
 namespace {
@@ -77,7 +77,7 @@ TEST(SweepCommand, MeasuresUnprofiledDiagnosesProfiledAndResumes) {
   EXPECT_EQ(parse_sweep_csv(stalldx::testing::read_file(out + "/sweep.csv"), skipped).size(), 2u);
   // Resume with a wider grid: only the new points run (the CSV grows by exactly those).
   ASSERT_EQ(sh(common + " --workers 1,2 --prefetch 1,2 --resume > " + out + "/log.txt 2>&1"), 0);
-  EXPECT_NE(stalldx::testing::read_file(out + "/log.txt").find("2 points already measured"), std::string::npos);
+  EXPECT_NE(stalldx::testing::read_file(out + "/log.txt").find("2 points were already measured"), std::string::npos);
   const auto pts = parse_sweep_csv(stalldx::testing::read_file(out + "/sweep.csv"), skipped);
   EXPECT_EQ(pts.size(), 4u);
   const auto j = nlohmann::json::parse(stalldx::testing::read_file(out + "/sweep.json"));

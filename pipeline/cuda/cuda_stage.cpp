@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <vector>
 
-#include "cuda_collectors.h"
-#include "device_stage.h"
+#include "stalldx/stage/device_stage.h"
 #include "kernels.h"
+#include "stalldx/cuda.h"
 #include "stalldx/profiler.h"
 
 namespace stalldx::pipeline {
@@ -46,7 +46,6 @@ class CudaStage final : public DeviceStage {
       for (cudaEvent_t e : *v) cudaEventDestroy(e);
     if (copy_) cudaStreamDestroy(copy_);
     if (compute_) cudaStreamDestroy(compute_);
-    stalldx::cuda::uninstall_collectors();
   }
 
   Status init() {
@@ -82,12 +81,12 @@ class CudaStage final : public DeviceStage {
     if (c_.pin_per_batch) stats_.notes.push_back("slots are pageable and pinned/unpinned around every batch's copy (--pin-per-batch)");
     if (c_.memory == MemoryKind::pageable && !c_.pin_per_batch) stats_.notes.push_back("slots are PAGEABLE host memory (--memory pageable)");
     host_sums_.reserve(static_cast<std::size_t>(total));
-    stalldx::cuda::install_collectors();
     return Status::ok();
   }
 
   SlotAllocator& allocator() override { return *allocator_; }
   int extra_slots() const override { return 1; }  // a released slot may still be read by its copy
+  Status install_collectors(Session& session) override { return stalldx::cuda::install(session); }
 
   Status submit_step(std::int64_t step, BatchSlot& slot, std::uint64_t host_sum, std::function<void()>& fence) override {
     const RangeIds ids{step, slot.batch, -1};

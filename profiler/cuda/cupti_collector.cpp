@@ -13,12 +13,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "cuda_collectors.h"
+#include "collectors.h"
+#include "stalldx/profiler.h"
 
 namespace stalldx::cuda {
-
-void install_nvtx_hooks();
-void uninstall_nvtx_hooks();
 
 namespace {
 
@@ -56,9 +54,10 @@ MemKind mem_kind(std::uint8_t k) {
 
 std::uint64_t host_clock() { return static_cast<std::uint64_t>(now_ns()); }
 
-class CuptiCollector final : public DeviceCollector {
+// CUPTI's callbacks are process-wide, so the state is one instance; the session owns a handle to it.
+class CuptiCollector {
  public:
-  Status start() override {
+  Status start() {
     std::lock_guard<std::mutex> lock(mu_);
     reset_locked();
     auto check = [](CUptiResult r, const char* what) -> Status {
@@ -78,17 +77,13 @@ class CuptiCollector final : public DeviceCollector {
         disable_all();
         return st;
       }
-    collector_hooks().step_push = &push_step;
-    collector_hooks().step_pop = &pop_step;
     running_ = true;
     return Status::ok();
   }
 
-  void stop_and_drain(Trace& t) override {
+  void stop_and_drain(Trace& t) {
     if (!running_) return;
     running_ = false;
-    collector_hooks().step_push = nullptr;
-    collector_hooks().step_pop = nullptr;
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     disable_all();
     std::lock_guard<std::mutex> lock(mu_);
@@ -130,12 +125,6 @@ class CuptiCollector final : public DeviceCollector {
     return c;
   }
 
- private:
-  struct PendingCall {
-    RuntimeCall call;  // name = index into names_ until drained
-    std::uint32_t cupti_tid;
-  };
-
   static void push_step(std::int64_t step) noexcept {
     cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, static_cast<std::uint64_t>(step));
   }
@@ -143,6 +132,12 @@ class CuptiCollector final : public DeviceCollector {
     std::uint64_t id = 0;
     cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &id);
   }
+
+ private:
+  struct PendingCall {
+    RuntimeCall call;  // name = index into names_ until drained
+    std::uint32_t cupti_tid;
+  };
 
   static void CUPTIAPI on_request(uint8_t** buffer, size_t* size, size_t* max_records) {
     CuptiCollector& self = instance();
@@ -171,14 +166,7 @@ class CuptiCollector final : public DeviceCollector {
     self.free_buffers_.push_back(buffer);  // recycled: memory stays bounded by the in-flight buffers
   }
 
-  std::uint32_t name_index(const std::string& n) {
-    auto it = name_ids_.find(n);
-    if (it != name_ids_.end()) return it->second;
-    names_.push_back(n);
-    const auto id = static_cast<std::uint32_t>(names_.size() - 1);
-    name_ids_.emplace(n, id);
-    return id;
-  }
+  std::uint32_t name_index(const std::string& n) { return names_.intern(n); }
 
   bool room() {
     if (calls_.size() + activities_.size() < kMaxRecords) return true;
@@ -281,8 +269,7 @@ class CuptiCollector final : public DeviceCollector {
     calls_.clear();
     activities_.clear();
     step_of_.clear();
-    names_.clear();
-    name_ids_.clear();
+    names_ = NameTable{};
     dropped_ = 0;
   }
 
@@ -292,21 +279,39 @@ class CuptiCollector final : public DeviceCollector {
   std::vector<PendingCall> calls_;
   std::vector<DeviceActivity> activities_;
   std::unordered_map<std::uint32_t, std::int64_t> step_of_;  // CUPTI correlation -> step (external id)
-  std::vector<std::string> names_;
-  std::unordered_map<std::string, std::uint32_t> name_ids_;
+  NameTable names_;                 // collector-local ids until drained into the trace's table
   std::uint64_t dropped_ = 0;
+};
+
+// The session's handle on the process-wide CUPTI state.
+class CuptiHandle final : public Collector {
+ public:
+  std::string_view name() const override { return "cupti"; }
+  Status start(const SessionOptions& options, RangeHooks& hooks, TraceMeta& meta) override {
+    if (!options.cupti) return Status::ok();
+    if (Status st = CuptiCollector::instance().start(); !st.is_ok()) return st;
+    started_ = true;
+    meta.cupti = true;
+    hooks.step_push = &CuptiCollector::push_step;
+    hooks.step_pop = &CuptiCollector::pop_step;
+    return Status::ok();
+  }
+  void stop_and_drain(Trace& trace) override {
+    if (!started_) return;
+    started_ = false;
+    CuptiCollector::instance().stop_and_drain(trace);
+  }
+  ~CuptiHandle() override {
+    Trace discard;
+    stop_and_drain(discard);
+  }
+
+ private:
+  bool started_ = false;
 };
 
 }  // namespace
 
-void install_collectors() {
-  install_nvtx_hooks();
-  set_device_collector(&CuptiCollector::instance());
-}
-
-void uninstall_collectors() {
-  uninstall_nvtx_hooks();
-  set_device_collector(nullptr);
-}
+std::unique_ptr<Collector> make_cupti_collector() { return std::make_unique<CuptiHandle>(); }
 
 }  // namespace stalldx::cuda

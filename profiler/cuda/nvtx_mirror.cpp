@@ -5,7 +5,8 @@
 #include <array>
 #include <atomic>
 
-#include "cuda_collectors.h"
+#include "collectors.h"
+#include "stalldx/profiler.h"
 
 namespace stalldx::cuda {
 
@@ -52,15 +53,21 @@ void push(NameId name, Role role) noexcept {
 void pop() noexcept { nvtxDomainRangePop(domain()); }
 }  // namespace
 
-void install_nvtx_hooks() {
-  (void)domain();
-  collector_hooks().range_push = &push;
-  collector_hooks().range_pop = &pop;
-}
+namespace {
+class NvtxMirror final : public Collector {
+ public:
+  std::string_view name() const override { return "nvtx"; }
+  Status start(const SessionOptions& options, RangeHooks& hooks, TraceMeta&) override {
+    if (!options.nvtx) return Status::ok();
+    (void)domain();
+    hooks.range_push = &push;
+    hooks.range_pop = &pop;
+    return Status::ok();
+  }
+  void stop_and_drain(Trace&) override {}
+};
+}  // namespace
 
-void uninstall_nvtx_hooks() {
-  collector_hooks().range_push = nullptr;
-  collector_hooks().range_pop = nullptr;
-}
+std::unique_ptr<Collector> make_nvtx_mirror() { return std::make_unique<NvtxMirror>(); }
 
 }  // namespace stalldx::cuda

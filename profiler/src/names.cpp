@@ -1,18 +1,14 @@
-// Name registry: NameId -> string, registered once per call site.
+// Name registry: NameId -> string, registered once per call site. One NameTable behind a lock.
 #include <mutex>
 #include <string>
-#include <unordered_map>
-#include <vector>
 
 #include "recorder.h"
-#include "stalldx/hooks.h"
 
 namespace stalldx {
 namespace {
 struct Registry {
   std::mutex mu;
-  std::vector<std::string> names;
-  std::unordered_map<std::string, NameId> ids;
+  NameTable names;
 };
 Registry& registry() {
   static Registry r;
@@ -23,23 +19,17 @@ Registry& registry() {
 NameId register_name(std::string_view name) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
-  std::string key(name);
-  auto it = r.ids.find(key);
-  if (it != r.ids.end()) return it->second;
-  const NameId id = static_cast<NameId>(r.names.size());
-  r.names.push_back(key);
-  r.ids.emplace(std::move(key), id);
-  return id;
+  return r.names.intern(name);
 }
 
 std::string registered_name(NameId id) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
-  return id < r.names.size() ? r.names[id] : std::string("?");
+  return r.names[id];
 }
 
 namespace detail {
-std::vector<std::string> name_table() {
+NameTable name_table() {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   return r.names;

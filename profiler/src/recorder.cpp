@@ -9,7 +9,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "stalldx/hooks.h"
 
 namespace stalldx {
 
@@ -17,11 +16,6 @@ std::int64_t now_ns() noexcept {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
-CollectorHooks& collector_hooks() noexcept {
-  static CollectorHooks hooks;
-  return hooks;
 }
 
 namespace detail {
@@ -106,7 +100,7 @@ void begin_range(OpenRange& r) noexcept {
   if (r.buffer == nullptr) return;
   SessionState& s = g_state;
   if (s.nvtx) {
-    if (auto push = collector_hooks().range_push) push(r.name, r.role);
+    if (auto push = s.range_push.load(std::memory_order_relaxed)) push(r.name, r.role);
   }
   r.begin_ns = now_ns();
   // CPU samples sit inside the wall interval, so cpu/wall <= 1 up to the CPU clock's granularity.
@@ -130,7 +124,7 @@ void end_range(OpenRange& r) noexcept {
   const std::int64_t end = now_ns();
   SessionState& s = g_state;
   if (s.nvtx) {
-    if (auto pop = collector_hooks().range_pop) pop();
+    if (auto pop = s.range_pop.load(std::memory_order_relaxed)) pop();
   }
   // Session stopped while the range was open: not part of that trace.
   if (!s.recording.load(std::memory_order_relaxed)) return;
@@ -182,13 +176,13 @@ StepMark::StepMark(std::int64_t step, std::int64_t batch) noexcept {
   r_.bytes = 0;
   detail::begin_range(r_);
   if (r_.buffer != nullptr) {
-    if (auto push = collector_hooks().step_push) push(step);
+    if (auto push = detail::session_state().step_push.load(std::memory_order_relaxed)) push(step);
   }
 }
 
 StepMark::~StepMark() {
   if (r_.buffer != nullptr) {
-    if (auto pop = collector_hooks().step_pop) pop();
+    if (auto pop = detail::session_state().step_pop.load(std::memory_order_relaxed)) pop();
   }
   detail::end_range(r_);
 }

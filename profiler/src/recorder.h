@@ -59,7 +59,13 @@ struct SessionState {
   std::atomic<bool> recording{false};
   std::atomic<std::uint64_t> generation{0};
   bool cpu_time = false;
-  bool nvtx = false;
+  bool nvtx = false;               // range_push/pop set (the NVTX mirror runs)
+  // Set by Session::start before `recording` is released, cleared after it is withdrawn; relaxed loads
+  // on the range path.
+  std::atomic<void (*)(NameId, Role) noexcept> range_push{nullptr};
+  std::atomic<void (*)() noexcept> range_pop{nullptr};
+  std::atomic<void (*)(std::int64_t) noexcept> step_push{nullptr};
+  std::atomic<void (*)() noexcept> step_pop{nullptr};
   bool prefault = true;
   std::size_t range_cap = 0, counter_cap = 0;
   std::mutex mu;  // guards buffers (registration only; never taken while recording a range)
@@ -71,6 +77,6 @@ SessionState& session_state();
 // session is not recording.
 ThreadBuffer* thread_buffer() noexcept;
 
-std::vector<std::string> name_table();  // snapshot of every registered name, index = NameId
+NameTable name_table();  // snapshot of every registered name, index = NameId
 
 }  // namespace stalldx::detail

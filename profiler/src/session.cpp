@@ -2,24 +2,31 @@
 #include <fmt/format.h>
 
 #include "recorder.h"
-#include "stalldx/hooks.h"
 #include "stalldx/profiler.h"
 #include "stalldx/trace_io.h"
 
 namespace stalldx {
 
+Session::Session() = default;
+Session::~Session() { stop(); }
+
 namespace {
-DeviceCollector*& collector_slot() {
-  static DeviceCollector* c = nullptr;
-  return c;
+// Takes `from`'s hook into `into` unless another collector already set it.
+template <typename F>
+bool merge_hook(F& into, F from) {
+  if (from == nullptr) return true;
+  if (into != nullptr) return false;
+  into = from;
+  return true;
 }
 }  // namespace
 
-void set_device_collector(DeviceCollector* collector) noexcept { collector_slot() = collector; }
-DeviceCollector* device_collector() noexcept { return collector_slot(); }
-
-Session::Session() = default;
-Session::~Session() { stop(); }
+Status Session::add_collector(std::unique_ptr<Collector> collector) {
+  if (running_) return Status::invalid("collectors are added before Session::start");
+  if (collector == nullptr) return Status::invalid("null collector");
+  collectors_.push_back(std::move(collector));
+  return Status::ok();
+}
 
 Status Session::start(const SessionOptions& options) {
   detail::SessionState& s = detail::session_state();
@@ -28,11 +35,31 @@ Status Session::start(const SessionOptions& options) {
     return Status::invalid("session buffer bounds must be > 0");
   options_ = options;
   trace_ = Trace{};
+  // Collectors first: device work of the first step must not predate them.
+  RangeHooks hooks;
+  started_.clear();
+  for (const std::unique_ptr<Collector>& c : collectors_) {
+    RangeHooks mine;
+    Status st = c->start(options, mine, trace_.meta);
+    if (st.is_ok() && !(merge_hook(hooks.range_push, mine.range_push) && merge_hook(hooks.range_pop, mine.range_pop) &&
+                        merge_hook(hooks.step_push, mine.step_push) && merge_hook(hooks.step_pop, mine.step_pop)))
+      st = Status::invalid("two collectors set the same range hook");
+    if (!st.is_ok()) {
+      c->stop_and_drain(trace_);
+      trace_.meta.config[std::string(c->name()) + "_warning"] = st.message();
+      continue;
+    }
+    started_.push_back(c.get());
+  }
   {
     std::lock_guard<std::mutex> lock(s.mu);
     s.buffers.clear();
     s.cpu_time = options.cpu_time;
-    s.nvtx = options.nvtx && collector_hooks().range_push != nullptr;
+    s.nvtx = options.nvtx && hooks.range_push != nullptr && hooks.range_pop != nullptr;
+    s.range_push.store(s.nvtx ? hooks.range_push : nullptr, std::memory_order_relaxed);
+    s.range_pop.store(s.nvtx ? hooks.range_pop : nullptr, std::memory_order_relaxed);
+    s.step_push.store(hooks.step_push, std::memory_order_relaxed);
+    s.step_pop.store(hooks.step_pop, std::memory_order_relaxed);
     s.range_cap = options.ranges_per_thread;
     s.prefault = options.prefault;
     s.counter_cap = options.counters_per_thread;
@@ -42,11 +69,6 @@ Status Session::start(const SessionOptions& options) {
   trace_.meta.cpu_time = options.host && options.cpu_time;
   trace_.meta.nvtx = s.nvtx;
   trace_.meta.origin_ns = now_ns();
-  if (options.cupti && device_collector() != nullptr) {
-    Status st = device_collector()->start();
-    trace_.meta.cupti = st.is_ok();
-    if (!st.is_ok()) trace_.meta.config["cupti_warning"] = st.message();
-  }
   s.recording.store(options.host, std::memory_order_release);
   running_ = true;
   return Status::ok();
@@ -64,6 +86,10 @@ void Session::stop() {
   running_ = false;
   detail::SessionState& s = detail::session_state();
   s.recording.store(false, std::memory_order_release);
+  s.range_push.store(nullptr, std::memory_order_relaxed);
+  s.range_pop.store(nullptr, std::memory_order_relaxed);
+  s.step_push.store(nullptr, std::memory_order_relaxed);
+  s.step_pop.store(nullptr, std::memory_order_relaxed);
   std::vector<std::shared_ptr<detail::ThreadBuffer>> buffers;
   {
     std::lock_guard<std::mutex> lock(s.mu);
@@ -93,7 +119,8 @@ void Session::stop() {
             [](const HostRange& a, const HostRange& b) { return a.begin_ns < b.begin_ns; });
   std::sort(trace_.counters.begin(), trace_.counters.end(),
             [](const CounterSample& a, const CounterSample& b) { return a.ts_ns < b.ts_ns; });
-  if (trace_.meta.cupti && device_collector() != nullptr) device_collector()->stop_and_drain(trace_);
+  for (Collector* c : started_) c->stop_and_drain(trace_);
+  started_.clear();
 }
 
 Status Session::write(const std::string& path) const { return write_trace_file(trace_, path); }

@@ -2,7 +2,7 @@
 #include <cstdint>
 #include <string>
 
-#include "diagnosis.h"
+#include "stalldx/diagnose/diagnosis.h"
 #include "stalldx/trace_io.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -12,9 +12,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 #include <string_view>
 
+#include "stalldx/collector.h"
 #include "stalldx/roles.h"
 #include "stalldx/status.h"
 #include "stalldx/trace_model.h"
@@ -101,7 +104,7 @@ struct SessionOptions {
   bool host = true;          // record host ranges and counters
   bool cpu_time = true;      // thread CPU time + context switches on coarse roles (retrieval, decode, wait_batch, step)
   bool nvtx = true;          // mirror ranges to NVTX domain "stalldx" (only when built with CUDA)
-  bool cupti = true;         // CUPTI runtime + device activity (only when built with CUDA and a device exists)
+  bool cupti = true;         // CUPTI runtime + device activity (only when a CUDA collector was installed)
   std::size_t ranges_per_thread = 1u << 17;   // bound of each thread's range buffer (64 B a range: 8 MiB)
   std::size_t counters_per_thread = 1u << 16; // bound of each thread's counter buffer (24 B a sample)
   bool prefault = true;      // commit each thread's buffers when it registers, not on the range path
@@ -116,6 +119,10 @@ class Session {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
+  // Hands a collector to the session, which owns it from now on. Before start(); not while recording.
+  Status add_collector(std::unique_ptr<Collector> collector);
+  // Starts host recording and every collector. A collector that fails to start is noted in the trace
+  // metadata ("<name>_warning") and left out; the session still records.
   Status start(const SessionOptions& options);
   // Stops every collector and drains all buffers into the trace model. Idempotent.
   void stop();
@@ -130,6 +137,8 @@ class Session {
  private:
   Trace trace_;
   SessionOptions options_;
+  std::vector<std::unique_ptr<Collector>> collectors_;
+  std::vector<Collector*> started_;
   bool running_ = false;
 };
 

@@ -1,0 +1,116 @@
+// The diagnosis engine (DESIGN.md "Verdicts"): from a Trace, one verdict per step — retrieval,
+// decoding, submission or device-bound (consumer-bound with the host stand-in) — with its evidence,
+// plus run-level summaries and recommendations. Depends on the trace model only.
+//
+// Busy time is the union of device work over all streams, except copies from pageable host memory:
+// those are paced by the host staging them through a driver buffer, so their time counts as idle and
+// is attributed to the host call that staged it (submission: pageable copy).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stalldx/run_config.h"
+#include "stalldx/trace_model.h"
+
+namespace stalldx::diagnose {
+
+struct Thresholds {
+  double device_bound_ms = 1.0;       // a stall at or under max(this, fraction × window) is device-bound
+  double device_bound_fraction = 0.05;
+  double dominant_share = 0.6;        // a class covering at least this share of the stall names the verdict
+  int warmup_steps = -1;              // -1 = from the trace's config (warmup), else 0
+  int short_capture_steps = 10;       // fewer steady-state steps than this: "too short for steady state"
+  double waiting_cpu_ratio = 0.3;     // cpu/wall under this on reads: waiting on storage
+  double contention_cpu_ratio = 0.7;  // cpu/wall under this on decodes: the thread was not running
+};
+
+enum class StallClass : std::uint8_t { retrieval, decoding, submission, unattributed };
+inline constexpr int kClassCount = 4;
+const char* class_name(StallClass c);
+
+enum class Verdict : std::uint8_t { retrieval, decoding, submission, device_bound, mixed, unattributed, no_device_records };
+// "device-bound" reads "consumer-bound" when the host stand-in played the device.
+std::string verdict_name(Verdict v, bool standin);
+
+struct StepDiagnosis {
+  std::int64_t step = -1;
+  bool warmup = false;
+  double window_begin_ms = 0, window_end_ms = 0;   // relative to the trace origin
+  double window_ms = 0, busy_ms = 0, stall_ms = 0;
+  std::array<double, kClassCount> class_ms{};      // stall split by class (sums to stall_ms)
+  Verdict verdict = Verdict::device_bound;
+  StallClass top = StallClass::unattributed, second = StallClass::unattributed;  // for mixed
+  std::string evidence;                            // one line
+  std::vector<std::string> details;                // causes, record ids
+  std::string next_question;
+  std::uint64_t device_records = 0;
+  int copies = 0;                                  // memcpy records of this step
+};
+
+struct SummaryRow {
+  std::string group, name;  // group: role, "cuda_api", "kernel", "memcpy_h2d", ...
+  std::uint64_t count = 0;
+  double total_ms = 0, mean_ms = 0, p95_ms = 0, max_ms = 0;
+  std::uint64_t bytes = 0;
+};
+
+struct BandwidthRow {
+  std::string kind;       // "memcpy_h2d pinned"
+  std::uint64_t copies = 0, bytes = 0;
+  double total_ms = 0, gbps = 0;
+};
+
+struct Coverage {
+  bool host = false, cpu_time = false, nvtx = false, cupti = false;
+  bool device_records = false;     // any device work recorded
+  bool standin = false;            // the host stand-in played the device
+  std::uint64_t dropped_host = 0, dropped_counters = 0, dropped_device = 0;
+  std::uint64_t unmatched_device = 0;   // device work with no step
+  std::uint64_t unmatched_calls = 0;    // runtime calls with no step, among those with device work
+  bool interrupted = false;
+  std::string confidence = "high";      // "high", or "lowered: <why>"
+  std::vector<std::string> notes;
+};
+
+struct RunSummary {
+  int steady_steps = 0, warmup_steps = 0;
+  std::vector<std::pair<std::string, int>> verdict_counts;   // over steady-state steps
+  std::array<double, kClassCount> stall_ms{};                // steady-state totals by class
+  double steady_window_ms = 0, steady_busy_ms = 0, steady_stall_ms = 0;
+  std::string dominant;                                      // most frequent steady-state verdict
+  std::vector<std::string> recommendations;
+};
+
+struct Report {
+  std::string device;
+  Coverage coverage;
+  std::vector<StepDiagnosis> steps;
+  RunSummary summary;
+  std::vector<SummaryRow> host_summary, api_summary, device_summary;
+  std::vector<BandwidthRow> bandwidth;
+  double device_busy_union_ms = 0, device_busy_sum_ms = 0;   // whole capture
+};
+
+// The reference pipeline's configuration as the trace recorded it. `present` is false for traces of
+// other programs; `problems` names every recorded value that did not parse (its default is used).
+struct RecordedConfig {
+  RunConfig config;
+  bool present = false;
+  std::vector<std::string> problems;
+};
+RecordedConfig recorded_config(const Trace& trace);
+// Warm-up steps: the thresholds' override when >= 0, else the recorded `warmup`, else 0. The one place
+// that decides it (diagnosis, trimming, scoring).
+int warmup_steps(const Trace& trace, const Thresholds& thresholds = {});
+
+Report diagnose(const Trace& trace, const Thresholds& thresholds = {});
+
+std::string report_text(const Report& report, bool with_summaries = true);
+std::string report_json(const Report& report);
+// Per-step stacked bars: busy + stall by class, warm-up shaded.
+std::string report_svg(const Report& report);
+
+}  // namespace stalldx::diagnose

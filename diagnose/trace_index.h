@@ -1,0 +1,33 @@
+// Internal: the indexed view of a Trace that the attribution works on (built once, read-only after).
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "intervals.h"
+#include "stalldx/diagnose/diagnosis.h"
+
+namespace stalldx::diagnose {
+
+struct TraceIndex {
+  const Trace& trace;
+  bool standin = false;
+  std::uint32_t consumer = 0;                         // thread lane of the step ranges
+  std::vector<const HostRange*> steps;                // one per step id, ascending
+  std::vector<const HostRange*> consumer_ranges;      // owners [0, n) of the segments
+  std::vector<const RuntimeCall*> consumer_calls;     // owners [n, n + m)
+  std::vector<Segment> segments;                      // innermost timeline of the consumer
+  std::vector<std::int64_t> activity_step;            // resolved step per activity (-1 = unmatched)
+  std::vector<Interval> busy;                         // union of device work over all streams
+  std::unordered_map<std::uint64_t, std::vector<std::size_t>> activities_by_corr;
+  std::unordered_map<std::uint64_t, const RuntimeCall*> call_by_corr;   // consumer's calls
+  std::unordered_map<std::int64_t, std::vector<const HostRange*>> producer_by_batch;  // retrieval/decode off the consumer
+  int warmup = 0;
+
+  explicit TraceIndex(const Trace& t, const Thresholds& th);
+};
+
+inline double ms(std::int64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+}  // namespace stalldx::diagnose

@@ -1,0 +1,50 @@
+// The step loop: builds the pool, the producer and the device stage for a RunConfig, runs warm-up +
+// steps on the calling thread (the consumer), and returns what was measured — plus the trace when
+// profiling was on.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stalldx/pipeline/bad_samples.h"
+#include "stalldx/stage/device_stage.h"
+#include "stalldx/run_config.h"
+#include "stalldx/status.h"
+#include "stalldx/trace_model.h"
+
+namespace stalldx::pipeline {
+
+struct RunResult {
+  RunConfig config;                  // as run (device resolved, data resolved)
+  std::string device_notice;         // e.g. "no CUDA device (...): running CPU-only with the host stand-in"
+  DeviceStats device;
+  int slots = 0;
+  std::int64_t steps_completed = 0;  // warm-up included
+  bool interrupted = false;
+  bool failed_bad_sample = false;
+  std::uint64_t images = 0;          // steady-state images consumed
+  double seconds = 0;                // steady-state wall time
+  double images_per_second = 0;
+  std::vector<double> step_ms;       // steady-state, per step (consumer loop period)
+  std::vector<double> wait_ms;       // steady-state, consumer's wait for its batch per step
+  std::vector<double> warmup_step_ms;
+  double step_p50 = 0, step_p95 = 0, step_max = 0;
+  double wait_mean = 0, wait_p50 = 0, wait_p95 = 0, wait_max = 0;
+  std::vector<std::uint64_t> batch_checksums;  // host checksum per step (--verify)
+  BadSampleReport bad;
+  std::uint64_t dataset_size = 0;
+  std::vector<std::string> index_warnings;
+  Trace trace;                       // filled when config.profile
+  bool has_trace = false;
+};
+
+// Checks everything that can be checked before work starts (sizes, counts, dataset) — exit code 2 material.
+Status validate(const RunConfig& config);
+
+// Runs. `stop` (may be null) is polled every step; when it becomes true the run ends early and the
+// result says interrupted. Errors only for what prevents a run (no dataset, no memory, CUDA failure).
+Status run_pipeline(const RunConfig& config, RunResult& result, const std::atomic<bool>* stop = nullptr);
+
+}  // namespace stalldx::pipeline

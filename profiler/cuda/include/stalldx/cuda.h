@@ -1,0 +1,18 @@
+// CUDA collectors for a stalldx Session: CUPTI activity (runtime calls, kernels, copies with their host
+// memory kind, memsets, synchronization, overhead) on the host's CLOCK_MONOTONIC, with each step's id as
+// CUPTI external correlation, and an NVTX mirror of every range (domain "stalldx", category = role).
+//
+//   stalldx::Session session;
+//   stalldx::cuda::install(session);   // before start; the session owns the collectors
+//   session.start({});                 // SessionOptions::cupti / ::nvtx turn each on or off
+#pragma once
+
+#include "stalldx/profiler.h"
+
+namespace stalldx::cuda {
+
+// Adds the CUPTI collector and the NVTX mirror to `session` (before session.start()). CUPTI is
+// process-wide: one session at a time may run it.
+Status install(Session& session);
+
+}  // namespace stalldx::cuda

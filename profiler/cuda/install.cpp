@@ -1,0 +1,11 @@
+#include "collectors.h"
+#include "stalldx/cuda.h"
+
+namespace stalldx::cuda {
+
+Status install(Session& session) {
+  if (Status st = session.add_collector(make_cupti_collector()); !st.is_ok()) return st;
+  return session.add_collector(make_nvtx_mirror());
+}
+
+}  // namespace stalldx::cuda

@@ -1,0 +1,53 @@
+#include "stalldx/tasks/child_process.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+
+extern char** environ;
+
+namespace stalldx::tasks {
+
+Status run_child(const std::vector<std::string>& argv, const std::string& log_path, ChildResult& result, const StopFlag* stop) {
+  result = ChildResult{};
+  if (argv.empty()) return Status::invalid("run_child: empty argv");
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, argv[0].c_str(), &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return Status::io(fmt::format("cannot start '{}': {}", argv[0], std::strerror(rc)));
+  bool signalled = false;
+  for (;;) {
+    int status = 0;
+    const pid_t w = waitpid(pid, &status, WNOHANG);
+    if (w == pid) {
+      result.exited = WIFEXITED(status);
+      result.code = result.exited ? WEXITSTATUS(status) : -1;
+      result.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+      result.stopped = signalled;
+      return Status::ok();
+    }
+    if (w < 0 && errno != EINTR) return Status::internal(fmt::format("waitpid: {}", std::strerror(errno)));
+    if (!signalled && stop != nullptr && stop->stopped()) {
+      const int sig = stop->signal.load() != 0 ? stop->signal.load() : SIGINT;
+      kill(pid, sig);
+      signalled = true;
+    }
+    const timespec ts{0, 20'000'000};
+    nanosleep(&ts, nullptr);
+  }
+}
+
+}  // namespace stalldx::tasks

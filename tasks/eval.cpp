@@ -1,0 +1,91 @@
+#include "stalldx/tasks/eval.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "stalldx/output_file.h"
+#include "stalldx/tasks/child_process.h"
+#include "stalldx/trace_io.h"
+
+namespace fs = std::filesystem;
+
+namespace stalldx::tasks {
+
+Status load_scenarios(const std::string& path, std::vector<Scenario>& out) {
+  out.clear();
+  std::ifstream in(path);
+  if (!in) return Status::invalid(fmt::format("cannot open scenario list '{}'", path));
+  std::string line;
+  int lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream ss(line);
+    Scenario s;
+    std::string spec;
+    std::getline(ss, s.name, '\t');
+    std::getline(ss, s.config, '\t');
+    std::getline(ss, spec, '\t');
+    if (s.name.empty() || s.config.empty() || spec.empty())
+      return Status::invalid(fmt::format("{}:{}: expected 'name<TAB>config<TAB>expected'", path, lineno));
+    if (Status st = diagnose::Expectation::parse(spec, s.expect); !st.is_ok())
+      return Status::invalid(fmt::format("{}:{}: {}", path, lineno, st.message()));
+    if (!fs::exists(s.config)) return Status::invalid(fmt::format("{}:{}: config '{}' does not exist", path, lineno, s.config));
+    out.push_back(std::move(s));
+  }
+  if (out.empty()) return Status::invalid(fmt::format("no scenarios in '{}'", path));
+  return Status::ok();
+}
+
+Status run_eval(const EvalOptions& o, EvalResult& result, const StopFlag* stop, const std::function<void(const std::string&)>& log) {
+  result = EvalResult{};
+  std::vector<Scenario> scenarios;
+  if (Status st = load_scenarios(o.scenarios, scenarios); !st.is_ok()) return st;
+  if (!o.only.empty() && std::none_of(scenarios.begin(), scenarios.end(), [&](const Scenario& s) { return s.name == o.only; }))
+    return Status::invalid(fmt::format("--only '{}': no scenario of that name in '{}'", o.only, o.scenarios));
+  std::error_code ec;
+  fs::create_directories(o.out, ec);
+  if (ec) return Status::io(fmt::format("cannot create '{}': {}", o.out, ec.message()));
+  auto say = [&](const std::string& s) { if (log) log(s); };
+  for (const Scenario& s : scenarios) {
+    if (!o.only.empty() && s.name != o.only) continue;
+    if (stop != nullptr && stop->stopped()) { result.interrupted = true; break; }
+    const std::string trace = fmt::format("{}/{}.json", o.out, s.name), log_path = fmt::format("{}/{}.log", o.out, s.name);
+    std::vector<std::string> argv{o.stalldx, "run", "--config", s.config, "--trace", trace};
+    if (!o.data.empty()) { argv.push_back("--data"); argv.push_back(o.data); }
+    say(fmt::format("{} ...", s.name));
+    ChildResult child;
+    if (Status st = run_child(argv, log_path, child, stop); !st.is_ok()) return st;
+    if (child.stopped) { result.interrupted = true; break; }
+    Trace t;
+    Status st = child.exited && child.code == 0
+                    ? read_trace_file(trace, t)
+                    : Status::internal(child.exited ? fmt::format("run failed (exit {}), see {}", child.code, log_path)
+                                                    : fmt::format("run killed by signal {}, see {}", child.signal, log_path));
+    if (!st.is_ok()) {
+      result.failures.push_back(fmt::format("scenario {}: {}", s.name, st.message()));
+      continue;
+    }
+    const diagnose::Report rep = diagnose::diagnose(t);
+    result.scores.push_back(diagnose::score(s.name, rep, s.expect));
+    if (o.keep_steps > 0)
+      if (Status ws = write_trace_file(diagnose::trim_steps(t, o.keep_steps), fmt::format("{}/{}.trimmed.json", o.out, s.name)); !ws.is_ok())
+        return ws;
+    const diagnose::ScenarioScore& sc = result.scores.back();
+    if (sc.accuracy < o.min_accuracy) {
+      std::string f = fmt::format("scenario {} scored {:.0f}% (< {:.0f}%):", s.name, 100 * sc.accuracy, 100 * o.min_accuracy);
+      for (const std::string& m : sc.misses) f += "\n    " + m;
+      result.failures.push_back(std::move(f));
+    }
+  }
+  result.confusion_text = diagnose::confusion_text(result.scores);
+  result.confusion_json = diagnose::confusion_json(result.scores);
+  if (Status st = write_file_atomic(o.out + "/confusion.txt", result.confusion_text); !st.is_ok()) return st;
+  if (Status st = write_file_atomic(o.out + "/confusion.json", result.confusion_json); !st.is_ok()) return st;
+  return Status::ok();
+}
+
+}  // namespace stalldx::tasks

@@ -1,0 +1,46 @@
+// `stalldx eval SCENARIOS.tsv` as a library call: runs every scenario as a child `stalldx run --config
+// ... --trace ...` (argv, no shell: any path works), diagnoses each trace and scores it against the
+// expected class; the confusion matrix and per-scenario accuracy are written to OUT and returned.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "stalldx/diagnose/evaluation.h"
+#include "stalldx/status.h"
+#include "stalldx/stop.h"
+
+namespace stalldx::tasks {
+
+struct Scenario {
+  std::string name, config;
+  diagnose::Expectation expect;
+};
+
+// TSV: name<TAB>config<TAB>expected; '#' comments. Config paths are taken as written.
+Status load_scenarios(const std::string& path, std::vector<Scenario>& out);
+
+struct EvalOptions {
+  std::string scenarios;            // the TSV
+  std::string stalldx;              // the stalldx executable that runs each scenario
+  std::string out = "eval-out";
+  std::string data;                 // dataset for every scenario ("" = each config's own / the built-in set)
+  std::string only;                 // run only the scenario of this name
+  int keep_steps = 0;               // also write NAME.trimmed.json with this many steady steps (0 = no)
+  double min_accuracy = 0.95;
+};
+
+struct EvalResult {
+  std::vector<diagnose::ScenarioScore> scores;
+  std::vector<std::string> failures;  // "scenario: why" (run failed, scored below min_accuracy)
+  bool interrupted = false;
+  std::string confusion_text, confusion_json;
+};
+
+// Errors: invalid_argument (bad list), io_error (results not written). A scenario that fails or scores
+// low is a failure in `result`, not an error. `log` (may be empty) receives progress lines.
+Status run_eval(const EvalOptions& options, EvalResult& result, const StopFlag* stop = nullptr,
+                const std::function<void(const std::string&)>& log = {});
+
+}  // namespace stalldx::tasks

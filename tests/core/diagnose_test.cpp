@@ -1,0 +1,335 @@
+// The diagnosis engine on synthetic traces: every verdict, the edge cases, and the seed's worked example.
+#include <gtest/gtest.h>
+
+#include "stalldx/diagnose/diagnosis.h"
+#include "stalldx/diagnose/sweep_analysis.h"
+
+namespace stalldx::diagnose {
+namespace {
+
+constexpr std::int64_t kMs = 1'000'000;
+
+// Builds traces in milliseconds: consumer = thread 0, one worker = thread 1.
+struct Builder {
+  Trace t;
+  std::uint64_t next_corr = 1;
+  Builder(int warmup = 0) {
+    t.threads = {{0, 100, "consumer"}, {1, 101, "worker"}};
+    t.meta.host = t.meta.cupti = t.meta.cpu_time = true;
+    t.meta.device = "test GPU";
+    t.meta.config["warmup"] = std::to_string(warmup);
+  }
+  static std::int64_t ns(double ms) { return static_cast<std::int64_t>(ms * kMs); }
+  void range(Role role, const char* name, double b, double e, std::int64_t step = -1, std::int64_t batch = -1,
+             std::uint32_t thread = 0, double cpu_ms = -1) {
+    HostRange r;
+    r.begin_ns = ns(b);
+    r.end_ns = ns(e);
+    r.thread = thread;
+    r.name = t.intern(name);
+    r.role = role;
+    r.step = step;
+    r.batch = batch;
+    r.cpu_ns = cpu_ms < 0 ? -1 : ns(cpu_ms);
+    t.ranges.push_back(r);
+  }
+  // A runtime call on the consumer and the device work it launched.
+  void launch(const char* api, double cb, double ce, ActivityKind kind, const char* name, double ab, double ae,
+              std::int64_t step, std::uint32_t stream = 7, MemKind mem = MemKind::none, std::uint64_t bytes = 0) {
+    const std::uint64_t corr = next_corr++;
+    t.calls.push_back({ns(cb), ns(ce), 0, t.intern(api), corr, step});
+    DeviceActivity a;
+    a.begin_ns = ns(ab);
+    a.end_ns = ns(ae);
+    a.stream = stream;
+    a.kind = kind;
+    a.name = t.intern(name);
+    a.correlation = corr;
+    a.bytes = bytes;
+    a.host_mem = mem;
+    a.step = step;
+    t.activities.push_back(a);
+  }
+};
+
+// A loop whose step k waits `wait_ms` for batch k (producers in `producer_role`), then launches a 20 ms kernel.
+Trace input_bound(Role producer_role, int steps, double wait_ms, double cpu_fraction) {
+  Builder b;
+  double t = 0;
+  for (int k = 0; k < steps; ++k) {
+    const double s0 = t;
+    b.range(Role::step, "step", s0, s0 + wait_ms + 0.2, k, k);
+    b.range(Role::wait_batch, "wait_batch", s0, s0 + wait_ms, k, k);
+    b.range(producer_role, producer_role == Role::retrieval ? "read" : "decode", s0, s0 + wait_ms, -1, k, 1,
+            wait_ms * cpu_fraction);
+    b.range(Role::submit, "submit", s0 + wait_ms, s0 + wait_ms + 0.2, k, k);
+    b.launch("cudaLaunchKernel", s0 + wait_ms, s0 + wait_ms + 0.1, ActivityKind::kernel, "step_kernel", s0 + wait_ms + 0.1,
+             s0 + wait_ms + 20.1, k);
+    t = s0 + wait_ms + 20.1;  // the next step starts when the device finishes (no prefetch)
+  }
+  return b.t;
+}
+
+int count(const Report& r, Verdict v) {
+  int n = 0;
+  for (const StepDiagnosis& s : r.steps) n += !s.warmup && s.verdict == v;
+  return n;
+}
+
+TEST(Verdicts, RetrievalAlone) {
+  const Report r = diagnose(input_bound(Role::retrieval, 12, 15, 0.02));
+  ASSERT_EQ(r.steps.size(), 12u);
+  EXPECT_EQ(count(r, Verdict::retrieval), 12);
+  EXPECT_NEAR(r.steps[3].stall_ms, 15.1, 0.05);
+  EXPECT_NEAR(r.steps[3].class_ms[0], r.steps[3].stall_ms, 0.2);
+  EXPECT_NE(r.steps[3].next_question.find("storage"), std::string::npos);
+  EXPECT_EQ(r.summary.dominant, "retrieval");
+}
+
+TEST(Verdicts, DecodingAlone) {
+  const Report r = diagnose(input_bound(Role::decode, 12, 15, 0.95));
+  EXPECT_EQ(count(r, Verdict::decoding), 12);
+  EXPECT_GT(r.summary.stall_ms[1], 12 * 14.0);
+}
+
+TEST(Verdicts, SubmissionFromPageableCopies) {
+  Builder b;
+  double t = 0;
+  for (int k = 0; k < 12; ++k) {
+    b.range(Role::step, "step", t, t + 8.2, k, k);
+    b.range(Role::wait_batch, "wait_batch", t, t + 0.05, k, k);
+    b.range(Role::submit, "submit", t + 0.05, t + 8.2, k, k);
+    b.launch("cudaMemcpyAsync", t + 0.1, t + 8.1, ActivityKind::memcpy_h2d, "h2d", t + 0.2, t + 8.0, k, 13, MemKind::pageable, 77 << 20);
+    b.launch("cudaLaunchKernel", t + 8.1, t + 8.15, ActivityKind::kernel, "step_kernel", t + 8.15, t + 28.15, k);
+    t += 28.15;
+  }
+  const Report r = diagnose(b.t);
+  EXPECT_EQ(count(r, Verdict::submission), 12);
+  bool pageable = false;
+  for (const std::string& d : r.steps[4].details) pageable |= d.find("pageable copy") != std::string::npos;
+  EXPECT_TRUE(pageable);
+  bool recommended = false;
+  for (const std::string& s : r.summary.recommendations) recommended |= s.find("pinned") != std::string::npos;
+  EXPECT_TRUE(recommended);
+  ASSERT_FALSE(r.bandwidth.empty());
+  EXPECT_EQ(r.bandwidth[0].kind, "memcpy_h2d pageable");
+}
+
+TEST(Verdicts, DeviceBoundWhenWorkIsQueued) {
+  Builder b;
+  // The consumer submits step k+1 while the device runs step k, then blocks in sync (in-flight limit).
+  for (int k = 0; k < 12; ++k) {
+    const double s = k * 30.0;
+    b.range(Role::step, "step", s, s + 30, k, k);
+    b.range(Role::wait_batch, "wait_batch", s, s + 0.1, k, k);
+    b.range(Role::submit, "submit", s + 0.1, s + 0.3, k, k);
+    b.launch("cudaLaunchKernel", s + 0.1, s + 0.2, ActivityKind::kernel, "step_kernel", s + 30, s + 60, k);
+    b.range(Role::sync, "inflight_wait", s + 0.3, s + 30, k, k);
+  }
+  const Report r = diagnose(b.t);
+  // Step 0's window holds the start-up gap before any device work; every later step is device-bound.
+  EXPECT_EQ(count(r, Verdict::device_bound), 11);
+  EXPECT_NEAR(r.steps[5].busy_ms, 30, 1e-6);
+  EXPECT_EQ(verdict_name(Verdict::device_bound, false), "device-bound");
+}
+
+TEST(Verdicts, AlternatingClasses) {
+  Builder b;
+  double t = 0;
+  for (int k = 0; k < 12; ++k) {
+    b.range(Role::step, "step", t, t + 10.2, k, k);
+    b.range(Role::wait_batch, "wait_batch", t, t + 10, k, k);
+    b.range(k % 2 ? Role::decode : Role::retrieval, "work", t, t + 10, -1, k, 1, k % 2 ? 9.5 : 0.1);
+    b.launch("cudaLaunchKernel", t + 10, t + 10.1, ActivityKind::kernel, "k", t + 10.1, t + 30.1, k);
+    t += 30.1;
+  }
+  const Report r = diagnose(b.t);
+  for (const StepDiagnosis& s : r.steps)
+    EXPECT_EQ(s.verdict, s.step % 2 ? Verdict::decoding : Verdict::retrieval) << "step " << s.step;
+}
+
+TEST(Verdicts, MixedNamesTheTopTwo) {
+  Builder b;
+  double t = 0;
+  for (int k = 0; k < 3; ++k) {
+    b.range(Role::step, "step", t, t + 20.2, k, k);
+    b.range(Role::wait_batch, "wait_batch", t, t + 10, k, k);
+    b.range(Role::retrieval, "read", t, t + 10, -1, k, 1, 0.1);
+    b.range(Role::submit, "submit", t + 10, t + 20.2, k, k);
+    b.launch("cudaMemcpyAsync", t + 10, t + 20, ActivityKind::memcpy_h2d, "h2d", t + 20, t + 21, k, 13, MemKind::pinned, 1);
+    t += 21;
+  }
+  const Report r = diagnose(b.t);
+  EXPECT_EQ(r.steps[1].verdict, Verdict::mixed);
+  const bool pair = (r.steps[1].top == StallClass::retrieval && r.steps[1].second == StallClass::submission) ||
+                    (r.steps[1].top == StallClass::submission && r.steps[1].second == StallClass::retrieval);
+  EXPECT_TRUE(pair);
+}
+
+TEST(EdgeCases, OverlappingStreamsAreAUnionNotASum) {
+  Builder b;
+  b.range(Role::step, "step", 0, 1, 0, 0);
+  b.launch("cudaMemcpyAsync", 0.1, 0.2, ActivityKind::memcpy_h2d, "h2d", 5, 15, 0, 13, MemKind::pinned, 1 << 20);
+  b.launch("cudaLaunchKernel", 0.2, 0.3, ActivityKind::kernel, "k", 10, 20, 0, 7);
+  const Report r = diagnose(b.t);
+  EXPECT_NEAR(r.device_busy_union_ms, 15, 1e-9);
+  EXPECT_NEAR(r.device_busy_sum_ms, 20, 1e-9);
+  EXPECT_NEAR(r.steps[0].window_ms, 20, 1e-9);
+  EXPECT_NEAR(r.steps[0].busy_ms, 15, 1e-9);
+  EXPECT_NEAR(r.steps[0].stall_ms, 5, 1e-9);
+}
+
+TEST(EdgeCases, NestedRangesAreNotAddedTwice) {
+  Builder b;
+  b.range(Role::step, "step", 0, 12, 0, 0);
+  b.range(Role::user, "data_load", 0, 11, 0, 0);
+  b.range(Role::wait_batch, "wait_batch", 1, 9, 0, 0);
+  b.range(Role::retrieval, "read", 1, 9, -1, 0, 1, 0.1);
+  b.launch("cudaLaunchKernel", 11, 11.5, ActivityKind::kernel, "k", 12, 20, 0);
+  const Report r = diagnose(b.t);
+  const StepDiagnosis& s = r.steps[0];
+  EXPECT_NEAR(s.stall_ms, 12, 1e-6);
+  EXPECT_NEAR(s.class_ms[0] + s.class_ms[1] + s.class_ms[2] + s.class_ms[3], s.stall_ms, 1e-6);
+  EXPECT_NEAR(s.class_ms[0], 8, 1e-6);    // the wait, once — not again as part of data_load
+  EXPECT_NEAR(s.class_ms[2], 0.5, 1e-6);  // the launch call
+  EXPECT_NEAR(s.class_ms[3], 3.5, 1e-6);  // data_load outside the wait, and the step outside data_load
+}
+
+TEST(EdgeCases, DeviceWorkFinishingAfterItsHostRange) {
+  Builder b;
+  for (int k = 0; k < 3; ++k) {
+    const double s = k * 10.0;
+    b.range(Role::step, "step", s, s + 1, k, k);
+    b.launch("cudaLaunchKernel", s + 0.5, s + 0.6, ActivityKind::kernel, "k", s + 0.6, s + 9.6, k);  // ends 8.6 ms after the step
+  }
+  const Report r = diagnose(b.t);
+  EXPECT_NEAR(r.steps[1].window_begin_ms, 9.6, 1e-6);
+  EXPECT_NEAR(r.steps[1].window_end_ms, 19.6, 1e-6);
+  EXPECT_NEAR(r.steps[1].busy_ms, 9, 1e-6);
+}
+
+TEST(EdgeCases, UnmatchedCorrelationsLowerConfidence) {
+  Trace t = input_bound(Role::retrieval, 4, 5, 0.1);
+  DeviceActivity orphan;
+  orphan.begin_ns = 1;
+  orphan.end_ns = 2;
+  orphan.correlation = 999999;
+  orphan.step = -1;
+  t.activities.push_back(orphan);
+  const Report r = diagnose(t);
+  EXPECT_EQ(r.coverage.unmatched_device, 1u);
+  EXPECT_NE(r.coverage.confidence.find("no step"), std::string::npos);
+}
+
+TEST(EdgeCases, DroppedRecordsAreSaid) {
+  Trace t = input_bound(Role::retrieval, 4, 5, 0.1);
+  t.meta.dropped_host = 17;
+  const Report r = diagnose(t);
+  EXPECT_NE(r.coverage.confidence.find("17 host"), std::string::npos);
+  EXPECT_NE(report_text(r).find("dropped host 17"), std::string::npos);
+}
+
+TEST(EdgeCases, NoDeviceRecordsMeansNoGuess) {
+  Trace t = input_bound(Role::retrieval, 4, 5, 0.1);
+  t.activities.clear();
+  t.meta.cupti = false;
+  const Report r = diagnose(t);
+  EXPECT_FALSE(r.coverage.device_records);
+  for (const StepDiagnosis& s : r.steps) EXPECT_EQ(s.verdict, Verdict::no_device_records);
+  EXPECT_NEAR(r.steps[1].stall_ms, 5.2, 1e-6);  // the host's wait + submit time is still shown
+  EXPECT_FALSE(r.coverage.notes.empty());
+}
+
+TEST(EdgeCases, EmptyAndOneStepTraces) {
+  const Report empty = diagnose(Trace{});
+  EXPECT_TRUE(empty.steps.empty());
+  EXPECT_FALSE(report_text(empty).empty());
+  EXPECT_FALSE(report_json(empty).empty());
+  const Report one = diagnose(input_bound(Role::decode, 1, 5, 0.9));
+  ASSERT_EQ(one.steps.size(), 1u);
+  bool short_capture = false;
+  for (const std::string& s : one.summary.recommendations) short_capture |= s.find("too short") != std::string::npos;
+  EXPECT_TRUE(short_capture);
+}
+
+TEST(EdgeCases, WarmupIsReportedApart) {
+  Trace t = input_bound(Role::retrieval, 11, 5, 0.1);
+  t.meta.config["warmup"] = "3";
+  const Report r = diagnose(t);
+  EXPECT_EQ(r.summary.warmup_steps, 3);
+  EXPECT_EQ(r.summary.steady_steps, 8);
+  EXPECT_TRUE(r.steps[2].warmup);
+  EXPECT_FALSE(r.steps[3].warmup);
+}
+
+TEST(EdgeCases, HostStandinReadsConsumerBound) {
+  Builder b;
+  for (int k = 0; k < 4; ++k) {
+    const double s = k * 10.0;
+    b.range(Role::step, "step", s, s + 10, k, k);
+    b.range(Role::user, "standin_compute", s, s + 10, k, k);
+    DeviceActivity a;
+    a.begin_ns = Builder::ns(s);
+    a.end_ns = Builder::ns(s + 10);
+    a.device = -1;
+    a.kind = ActivityKind::standin;
+    a.step = k;
+    b.t.activities.push_back(a);
+  }
+  const Report r = diagnose(b.t);
+  EXPECT_TRUE(r.coverage.standin);
+  EXPECT_EQ(count(r, Verdict::device_bound), 4);
+  EXPECT_EQ(r.summary.dominant, "consumer-bound");
+}
+
+// The seed's worked example: `data_load` entered at 0.009 ms, left 535.258 ms later; an H2D copy of
+// 1.459 ms that ends at 536.216 ms. The range is not the copy's duration; the stall is the ~534.76 ms
+// before any device activity; the range holds both retrieval and submission, so: split it.
+TEST(SeedExample, DataLoadRangeAndItsCopy) {
+  Builder b(0);
+  b.range(Role::step, "torch_step", 0, 537.0, 0, 0);
+  b.range(Role::user, "data_load", 0.009, 0.009 + 535.258, 0, 0);
+  b.launch("cudaMemcpyAsync", 535.20, 535.25, ActivityKind::memcpy_h2d, "Memcpy HtoD (Pinned -> Device)", 536.216 - 1.459, 536.216, 0,
+           13, MemKind::pinned, 77070336);
+  const Report r = diagnose(b.t);
+  ASSERT_EQ(r.steps.size(), 1u);
+  const StepDiagnosis& s = r.steps[0];
+  EXPECT_NEAR(s.stall_ms, 534.757, 0.001);
+  EXPECT_NEAR(s.busy_ms, 1.459, 1e-6);
+  EXPECT_NE(s.verdict, Verdict::retrieval);   // no guessing: nothing recorded says retrieval
+  EXPECT_NE(s.verdict, Verdict::submission);
+  bool copy_line = false;
+  for (const std::string& d : s.details)
+    copy_line |= d.find("1.459 ms") != std::string::npos && d.find("ends 0.949 ms after 'data_load' closed") != std::string::npos;
+  EXPECT_TRUE(copy_line) << report_text(r);
+  EXPECT_NE(s.next_question.find("split batch retrieval from transfer submission"), std::string::npos) << s.next_question;
+  EXPECT_NE(s.next_question.find("data_load"), std::string::npos);
+}
+
+TEST(Outputs, JsonAndSvgCarryEveryStep) {
+  const Report r = diagnose(input_bound(Role::retrieval, 5, 5, 0.1));
+  const std::string j = report_json(r);
+  EXPECT_NE(j.find("\"verdict\": \"retrieval\""), std::string::npos);
+  const std::string svg = report_svg(r);
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("step 4 retrieval"), std::string::npos);
+}
+
+TEST(Outputs, TextFromTracesIsEscapedInSvg) {
+  Trace t = input_bound(Role::retrieval, 5, 5, 0.1);
+  t.meta.device = "<script>alert(1)</script> & \"x\"";
+  const std::string svg = report_svg(diagnose(t));
+  EXPECT_EQ(svg.find("<script>"), std::string::npos) << svg.substr(0, 300);
+  EXPECT_NE(svg.find("&lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;x&quot;"), std::string::npos);
+  SweepPoint p;
+  p.workers = 1;
+  p.prefetch = 1;
+  p.images_per_second = 10;
+  p.dominant = "<script>alert(1)</script>";
+  const std::vector<SweepPoint> pts{p};
+  const std::string heat = sweep_svg(pts, recommend(pts));
+  EXPECT_EQ(heat.find("<script>"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace stalldx::diagnose

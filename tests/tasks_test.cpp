@@ -1,0 +1,113 @@
+// The procedures behind sweep and eval, called as libraries: resume refuses incomparable options,
+// paths with quotes and spaces work, children are spawned without a shell and stopped on request.
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <filesystem>
+
+#include "stalldx/tasks/child_process.h"
+#include "stalldx/tasks/eval.h"
+#include "stalldx/tasks/sweep.h"
+#include "test_dataset.h"
+
+namespace stalldx::tasks {
+namespace {
+
+using stalldx::testing::read_file;
+using stalldx::testing::small_dataset;
+using stalldx::testing::temp_dir;
+using stalldx::testing::write_file;
+
+SweepOptions tiny_sweep(const std::string& out) {
+  SweepOptions o;
+  o.base.data = small_dataset();
+  o.base.device = DeviceKind::none;
+  o.base.batch = 8;
+  o.base.steps = 2;
+  o.base.warmup = 1;
+  o.base.step_ms = 1;
+  o.workers = {1};
+  o.prefetch = {1};
+  o.repeat = 1;
+  o.out = out;
+  return o;
+}
+
+TEST(SweepTask, ResumeRefusesEveryIncomparableOption) {
+  const std::string out = temp_dir("sweep") + "/it's a folder";
+  SweepOptions o = tiny_sweep(out);
+  SweepResult r;
+  ASSERT_TRUE(run_sweep(o, r).is_ok());
+  ASSERT_EQ(r.points.size(), 1u);
+  EXPECT_TRUE(std::filesystem::exists(out + "/sweep.svg"));
+  o.resume = true;
+  // The options the issue found silently mixed, each alone.
+  std::vector<std::function<void(RunConfig&)>> changes = {
+      [](RunConfig& c) { c.transform = TransformKind::eval; },  [](RunConfig& c) { c.seed = 9; },
+      [](RunConfig& c) { c.pin_per_batch = true; },             [](RunConfig& c) { c.sync_every_step = true; },
+      [](RunConfig& c) { c.step_kernels = 7; },                 [](RunConfig& c) { c.dct_scaling = false; },
+      [](RunConfig& c) { c.roi_decode = false; },               [](RunConfig& c) { c.on_bad_sample = BadSamplePolicy::fail; }};
+  for (std::size_t i = 0; i < changes.size(); ++i) {
+    SweepOptions other = o;
+    changes[i](other.base);
+    SweepResult rr;
+    const Status st = run_sweep(other, rr);
+    EXPECT_EQ(st.code(), Status::Code::invalid_argument) << "change #" << i << " was accepted by --resume";
+  }
+  SweepResult same;
+  ASSERT_TRUE(run_sweep(o, same).is_ok());
+  EXPECT_EQ(same.resumed, 1u);
+}
+
+TEST(SweepTask, StopBeforeTheFirstPointKeepsAnEmptyButValidCsv) {
+  const std::string out = temp_dir("sweep");
+  StopFlag stop;
+  stop.raise(SIGTERM);
+  SweepResult r;
+  ASSERT_TRUE(run_sweep(tiny_sweep(out), r, &stop).is_ok());
+  EXPECT_TRUE(r.interrupted);
+  EXPECT_EQ(stop.exit_code(), 143);
+  EXPECT_NE(read_file(out + "/sweep.csv").find("workers"), std::string::npos);
+}
+
+TEST(EvalTask, PathsWithQuotesAndSpacesReachTheChildIntact) {
+  const std::string dir = temp_dir("eval") + "/a 'quoted' dir";
+  std::filesystem::create_directories(dir);
+  const std::string config = dir + "/con\"sumer bound.toml";
+  write_file(config, "[run]\ndevice = \"none\"\nbatch = 8\nwarmup = 1\nsteps = 3\nworkers = 2\nstep-ms = 20\n");
+  write_file(dir + "/list.tsv", "consumer\t" + config + "\tdevice-bound\n");
+  EvalOptions o;
+  o.scenarios = dir + "/list.tsv";
+  o.stalldx = STALLDX_BINARY;
+  o.out = dir + "/out put";
+  o.data = small_dataset();
+  o.min_accuracy = 0;
+  EvalResult r;
+  const Status st = run_eval(o, r);
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  ASSERT_EQ(r.scores.size(), 1u) << (r.failures.empty() ? "" : r.failures[0]);
+  EXPECT_TRUE(r.failures.empty());
+  EXPECT_TRUE(std::filesystem::exists(o.out + "/consumer.json"));
+  EXPECT_NE(read_file(o.out + "/confusion.txt").find("consumer"), std::string::npos);
+  o.only = "nope";
+  EXPECT_EQ(run_eval(o, r).code(), Status::Code::invalid_argument);
+}
+
+TEST(ChildProcess, ExitCodesPassAndAStopSignalsTheChild) {
+  const std::string dir = temp_dir("child");
+  ChildResult r;
+  ASSERT_TRUE(run_child({"/bin/sh", "-c", "echo hi; exit 3"}, dir + "/log", r).is_ok());
+  EXPECT_TRUE(r.exited);
+  EXPECT_EQ(r.code, 3);
+  EXPECT_EQ(read_file(dir + "/log"), "hi\n");
+  EXPECT_FALSE(run_child({dir + "/no such program"}, dir + "/log", r).is_ok());
+  StopFlag stop;
+  stop.raise(SIGTERM);  // already raised: the first poll signals the child, no timing involved
+  ASSERT_TRUE(run_child({"/bin/sleep", "60"}, dir + "/log", r, &stop).is_ok());
+  EXPECT_TRUE(r.stopped);
+  EXPECT_FALSE(r.exited);
+  EXPECT_EQ(r.signal, SIGTERM);
+}
+
+}  // namespace
+}  // namespace stalldx::tasks

@@ -1,0 +1,39 @@
+// Checked output: every file stalldx writes, and its standard output, go through here so that no write
+// failure is silent and no file that is not ours is destroyed.
+//
+//   if (Status st = check_output_path(path, {.kind = "trace", .forbidden_dir = dataset}); !st) ...
+//   if (Status st = write_file_atomic(path, text); !st) ...   // temp file + fsync + rename
+//   if (Status st = write_stdout(report); !st) return 1;       // e.g. > /dev/full
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "stalldx/status.h"
+
+namespace stalldx {
+
+struct OutputCheck {
+  std::string kind = "output";   // "trace", "sweep results": names the file in messages
+  std::string forbidden_dir;     // refuse paths inside this folder (the dataset); "" = none
+  bool replaced = false;         // out: an existing regular file will be replaced
+};
+
+// Refuses (invalid_argument) a path that exists and is not a regular file (a device node, a FIFO, a
+// folder) or lies inside `forbidden_dir`; checks (io_error) that the folder accepts a new file now.
+// Sets `check.replaced` when a regular file is there already.
+Status check_output_path(const std::string& path, OutputCheck& check);
+
+// Writes `content` to `path` through `path.partial` (fsync'ed, then renamed over it): a reader never
+// sees half a file, and on failure (disk full) the old file is untouched and no partial is left.
+// Refuses a path that exists as anything but a regular file.
+Status write_file_atomic(const std::string& path, std::string_view content);
+
+// Appends `content` to `path` (created when missing) and fsyncs it: a line that was reported written is
+// on disk. Refuses a path that exists as anything but a regular file.
+Status append_file(const std::string& path, std::string_view content);
+
+// Writes to standard output and flushes; an error (EPIPE, ENOSPC, EBADF) is an io_error.
+Status write_stdout(std::string_view text);
+
+}  // namespace stalldx

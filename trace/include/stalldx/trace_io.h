@@ -1,0 +1,21 @@
+// Trace file I/O: Chrome Trace Event JSON (opens in ui.perfetto.dev and chrome://tracing).
+// write_trace_json and read_trace_json are inverses: read(write(t)) == t.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+#include "stalldx/status.h"
+#include "stalldx/trace_model.h"
+
+namespace stalldx {
+
+Status write_trace_json(const Trace& trace, std::ostream& out);
+// Through `path.partial` and a rename; refuses to replace anything but a regular file. Check the path
+// before a long run with check_output_path (stalldx/output_file.h).
+Status write_trace_file(const Trace& trace, const std::string& path);
+// On malformed input: a parse_error Status naming the byte offset and what was expected.
+Status read_trace_json(const std::string& text, Trace& out);
+Status read_trace_file(const std::string& path, Trace& out);
+
+}  // namespace stalldx
