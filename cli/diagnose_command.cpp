@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "commands.h"
+#include "run_options.h"
 #include "stalldx/diagnose/diagnosis.h"
 #include "stalldx/output_file.h"
 #include "stalldx/trace_io.h"
@@ -25,11 +26,11 @@ Action add_diagnose_command(CLI::App& app) {
   sub->add_option("--svg", a->svg, "write a per-step busy + stall chart as SVG");
   sub->add_flag("--no-summaries", a->no_summaries, "leave out the summary tables");
   sub->add_option("--device-bound-ms", a->th.device_bound_ms, "stall at or under this (ms) is device-bound")
-      ->capture_default_str()->check(CLI::Range(0.0, 1e6));
+      ->capture_default_str()->check(finite_in(0.0, 1e6));
   sub->add_option("--device-bound-fraction", a->th.device_bound_fraction, "... or under this fraction of the step window")
-      ->capture_default_str()->check(CLI::Range(0.0, 1.0));
+      ->capture_default_str()->check(finite_in(0.0, 1.0));
   sub->add_option("--dominant-share", a->th.dominant_share, "share of the stall a class needs to name the verdict")
-      ->capture_default_str()->check(CLI::Range(0.0, 1.0));
+      ->capture_default_str()->check(finite_in(0.0, 1.0));
   sub->add_option("--warmup", a->th.warmup_steps, "warm-up steps (-1 = from the trace's config)")
       ->capture_default_str()->check(CLI::Range(-1, 100000));
   return [a] {

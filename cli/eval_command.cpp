@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "commands.h"
+#include "run_options.h"
 #include "stalldx/tasks/eval.h"
 
 namespace stalldx::cli {
@@ -20,7 +21,7 @@ Action add_eval_command(CLI::App& app) {
   sub->add_option("--keep-steps", o->keep_steps, "also write NAME.trimmed.json with this many steady steps (0 = no)")
       ->check(CLI::Range(0, 1000000));
   sub->add_option("--min-accuracy", o->min_accuracy, "fail (exit 1) when a scenario scores below this")
-      ->capture_default_str()->check(CLI::Range(0.0, 1.0));
+      ->capture_default_str()->check(finite_in(0.0, 1.0));
   sub->add_flag("--json", *json, "print the results as JSON");
   return [o, json] {
     std::error_code ec;

@@ -31,7 +31,7 @@ Action add_run_command(CLI::App& app) {
     if (!c.trace.empty() && !c.profile)
       return fail("run", Status::invalid(fmt::format("--trace '{}' with --no-profile: nothing would be recorded; drop one of them", c.trace)));
     if (c.data.empty())
-      if (Status st = datasets::ensure_default_dataset(c.data, true); !st.is_ok())
+      if (Status st = datasets::ensure_default_dataset(c.data, true, &stop_flag()); !st.is_ok())
         return fail("run", Status::io(fmt::format("cannot make the default dataset: {}", st.message())));
     OutputCheck trace_check{"trace", c.data};
     if (!c.trace.empty())

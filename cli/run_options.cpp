@@ -2,7 +2,22 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+#include <cmath>
+
 namespace stalldx::cli {
+
+CLI::Validator finite_in(double lo, double hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        double v = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (ec != std::errc() || end != text.data() + text.size()) return fmt::format("'{}' is not a number", text);
+        if (!std::isfinite(v) || v < lo || v > hi) return fmt::format("'{}' must be a finite number in [{}, {}]", text, lo, hi);
+        return {};
+      },
+      fmt::format("FINITE in [{} - {}]", lo, hi));
+}
 
 void add_run_options(CLI::App& app, RunConfig& c, OptionSet set) {
   static const RunConfig defaults{};

@@ -11,4 +11,7 @@ namespace stalldx::cli {
 enum class OptionSet { run, sweep };  // sweep: leaves out the axes (workers, prefetch) and run-only fields
 void add_run_options(CLI::App& app, RunConfig& c, OptionSet set = OptionSet::run);
 
+// A number in [lo, hi]; NaN and infinity refused (CLI::Range lets NaN through).
+CLI::Validator finite_in(double lo, double hi);
+
 }  // namespace stalldx::cli

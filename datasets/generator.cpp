@@ -12,9 +12,11 @@
 #include <fstream>
 #include <mutex>
 #include <random>
+#include <sstream>
 #include <vector>
 
 #include "stalldx/datasets/synth_image.h"
+#include "stalldx/output_file.h"
 
 namespace fs = std::filesystem;
 
@@ -50,12 +52,27 @@ struct Entry {
   Planted kind = Planted::ok;
 };
 
+// Through a temporary name: an image file that exists is whole (what --resume relies on).
 Status write_file(const fs::path& p, const unsigned char* data, std::size_t n) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(n));
-  out.close();
-  if (!out) return Status::io(fmt::format("cannot write '{}'", p.string()));
+  const fs::path tmp = p.string() + ".partial";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(n));
+    out.close();
+    if (!out) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      return Status::io(fmt::format("cannot write '{}' (disk full?)", p.string()));
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, p, ec);
+  if (ec) return Status::io(fmt::format("cannot move '{}' into place: {}", p.string(), ec.message()));
   return Status::ok();
+}
+
+std::string options_text(const GeneratorOptions& o) {
+  return fmt::format("classes={} per_class={} seed={} bad_fraction={}\n", o.classes, o.images_per_class, o.seed, o.bad_fraction);
 }
 
 }  // namespace
@@ -68,6 +85,19 @@ Status generate_dataset(const GeneratorOptions& o, GeneratorReport& report) {
   std::error_code ec;
   fs::create_directories(o.root, ec);
   if (ec) return Status::io(fmt::format("cannot create '{}': {}", o.root, ec.message()));
+  const fs::path marker = fs::path(o.root) / kIncompleteMarker;
+  const std::string opts = options_text(o);
+  if (o.resume) {
+    std::ifstream in(marker);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    if (!in) return Status::invalid(fmt::format("--resume: '{}' has no unfinished generation to resume ({} missing)", o.root, kIncompleteMarker));
+    if (ss.str() != opts)
+      return Status::invalid(fmt::format("--resume with other options than the interrupted generation of '{}' ({}): {}", o.root,
+                                         kIncompleteMarker, ss.str()));
+  } else if (Status st = write_file_atomic(marker.string(), opts); !st.is_ok()) {
+    return st;
+  }
   for (int c = 0; c < o.classes; ++c) {
     fs::create_directories(fs::path(o.root) / fmt::format("class_{:03}", c), ec);
     if (ec) return Status::io(fmt::format("cannot create class folder in '{}': {}", o.root, ec.message()));
@@ -81,12 +111,31 @@ Status generate_dataset(const GeneratorOptions& o, GeneratorReport& report) {
   std::unique_ptr<tbb::global_control> limit;
   if (o.threads > 0) limit = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism, o.threads);
 
+  std::atomic<std::uint64_t> resumed{0};
+  std::atomic<bool> stopped{false};
   tbb::parallel_for(std::uint64_t{0}, n, [&](std::uint64_t i) {
     Entry& e = entries[i];
     e.label = static_cast<int>(i / o.images_per_class);
     e.rel = fmt::format("class_{:03}/img_{:06}.jpg", e.label, i);
     e.kind = planted_kind(i, o.bad_fraction);
     const ImageSpec spec = pick_spec(o.seed, i);
+    if (o.stop != nullptr && o.stop->stopped()) {
+      stopped.store(true, std::memory_order_relaxed);
+      finished.fetch_add(1, std::memory_order_release);
+      return;
+    }
+    std::error_code fe;
+    const fs::path path = fs::path(o.root) / e.rel;
+    if (o.resume && fs::is_regular_file(path, fe)) {  // whole by construction (renamed into place)
+      e.bytes = fs::file_size(path, fe);
+      if (e.kind == Planted::ok || e.kind == Planted::truncated) {
+        e.width = spec.width;
+        e.height = spec.height;
+      }
+      resumed.fetch_add(1, std::memory_order_relaxed);
+      finished.fetch_add(1, std::memory_order_release);
+      return;
+    }
     std::vector<std::uint8_t> data;
     if (e.kind == Planted::zero_byte) {
       // nothing
@@ -129,42 +178,49 @@ Status generate_dataset(const GeneratorOptions& o, GeneratorReport& report) {
   });
   // Acquire the workers' entries explicitly (the join inside parallel_for is invisible to ThreadSanitizer).
   if (finished.load(std::memory_order_acquire) != n) return Status::internal("dataset generation lost work");
-  if (!first_error.empty()) return Status::io(fmt::format("dataset generation failed: {}", first_error));
-
-  std::ofstream manifest(fs::path(o.root) / "manifest.tsv", std::ios::trunc);
-  manifest << "# path\tlabel\tbytes\twidth\theight\tkind\n";
+  if (!first_error.empty()) return Status::io(fmt::format("dataset generation failed: {} ('{}' stays marked incomplete)", first_error, o.root));
   report = GeneratorReport{};
+  report.resumed = resumed.load();
+  if (stopped.load()) {
+    report.interrupted = true;
+    return Status::ok();
+  }
+
+  std::string manifest = "# path\tlabel\tbytes\twidth\theight\tkind\n";
   for (const Entry& e : entries) {
-    manifest << e.rel << '\t' << e.label << '\t' << e.bytes << '\t' << e.width << '\t' << e.height << '\t'
-             << planted_name(e.kind) << '\n';
+    manifest += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\n", e.rel, e.label, e.bytes, e.width, e.height, planted_name(e.kind));
     report.images++;
     report.total_bytes += e.bytes;
     if (e.kind != Planted::ok) report.bad_planted++;
   }
-  manifest.close();
-  if (!manifest) return Status::io(fmt::format("cannot write manifest in '{}'", o.root));
+  if (Status st = write_file_atomic((fs::path(o.root) / kManifestName).string(), manifest); !st.is_ok()) return st;
+  fs::remove(marker, ec);
+  if (ec) return Status::io(fmt::format("cannot remove '{}': {}", marker.string(), ec.message()));
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return Status::ok();
 }
 
-Status ensure_default_dataset(std::string& root, bool verbose) {
+Status ensure_default_dataset(std::string& root, bool verbose, const StopFlag* stop) {
   const char* xdg = std::getenv("XDG_CACHE_HOME");
   const char* home = std::getenv("HOME");
   fs::path cache = xdg && *xdg ? fs::path(xdg) : fs::path(home && *home ? home : "/tmp") / ".cache";
   const fs::path dir = cache / "stalldx" / "default-food101like-v1";
   root = dir.string();
   const fs::path stamp = dir / ".complete";
-  if (fs::exists(stamp)) return Status::ok();
+  if (fs::exists(stamp) && !fs::exists(dir / kIncompleteMarker)) return Status::ok();
   GeneratorOptions o;
+  o.resume = fs::exists(dir / kIncompleteMarker);  // an earlier attempt was interrupted: finish it
   o.root = root;
   o.classes = 101;
   o.images_per_class = 12;  // 1212 images: enough for several distinct batches of 128
   o.seed = 2026;
+  o.stop = stop;
   if (verbose) fmt::print(stderr, "stalldx: making the default dataset (once) in {}\n", root);
   GeneratorReport rep;
   Status st = generate_dataset(o, rep);
   if (!st.is_ok()) return st;
-  std::ofstream(stamp) << "ok\n";
+  if (rep.interrupted) return Status::io("interrupted while making the default dataset (it is resumed next time)");
+  if (Status ws = write_file_atomic(stamp.string(), "ok\n"); !ws.is_ok()) return ws;
   if (verbose)
     fmt::print(stderr, "stalldx: {} images, {:.1f} KB mean, in {:.1f} s\n", rep.images,
                rep.total_bytes / 1024.0 / static_cast<double>(rep.images), rep.seconds);

@@ -8,6 +8,8 @@
 #include <map>
 #include <sstream>
 
+#include "stalldx/dataset_layout.h"
+
 namespace fs = std::filesystem;
 
 namespace stalldx::pipeline {
@@ -108,9 +110,14 @@ Status load_index(const std::string& source, DatasetIndex& out) {
   std::error_code ec;
   const fs::path p(source);
   if (!fs::exists(p, ec)) return Status::invalid(fmt::format("dataset '{}' does not exist", source));
+  const fs::path folder = fs::is_directory(p, ec) ? p : p.parent_path();
+  if (fs::exists(folder / kIncompleteMarker, ec))
+    return Status::invalid(fmt::format("dataset '{}' is incomplete: its generation was interrupted or failed ({} is there); finish it with "
+                                       "`stalldx dataset {} --resume` and the same options",
+                                       source, kIncompleteMarker, folder.string()));
   Status st;
   if (fs::is_directory(p, ec)) {
-    st = fs::exists(p / "manifest.tsv") ? load_manifest(p / "manifest.tsv", out) : load_tree(p, out);
+    st = fs::exists(p / kManifestName) ? load_manifest(p / kManifestName, out) : load_tree(p, out);
   } else if (p.extension() == ".tsv") {
     st = load_manifest(p, out);
   } else {

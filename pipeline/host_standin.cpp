@@ -1,5 +1,10 @@
-// --device none: the consumer thread itself plays the device, computing for --step-ms per step over the
-// batch's bytes. Its compute intervals become device activity on a "host stand-in" lane (device -1).
+// --device none: the consumer thread itself plays the device for --step-ms per step: it reads the batch
+// once (a strided reduction, as a copy would) and then waits out the rest of the step, as a host thread
+// waits on a GPU — a device computes without the host's CPU, so the stand-in leaves the cores to the
+// workers (a spinning stand-in made the consumer and the decoders fight for 2 cores, which a real GPU
+// step never does). Its intervals become device activity on a "host stand-in" lane (device -1).
+#include <time.h>
+
 #include <algorithm>
 #include <vector>
 
@@ -11,7 +16,7 @@ namespace stalldx::pipeline {
 namespace {
 class HostStandin final : public DeviceStage {
  public:
-  explicit HostStandin(const RunConfig& c) : config_(c), allocator_(make_pageable_allocator()) {
+  HostStandin(const RunConfig& c, const std::atomic<bool>* stop) : config_(c), stop_(stop), allocator_(make_pageable_allocator()) {
     intervals_.reserve(static_cast<std::size_t>(c.warmup + c.steps));
   }
   SlotAllocator& allocator() override { return *allocator_; }
@@ -21,18 +26,21 @@ class HostStandin final : public DeviceStage {
     STALLDX_RANGE(user, "standin_compute", RangeIds{step, slot.batch, -1});
     const std::int64_t begin = now_ns();
     const auto deadline = begin + static_cast<std::int64_t>(config_.step_ms * 1e6);
-    // Real work over the batch (a strided reduction) until the step's time is spent.
+    // Read the batch once (every 64th byte: each cache line), bounded by the step's time.
     volatile std::uint64_t sink = 0;
     std::uint64_t acc = 0;
-    std::size_t pos = 0;
-    do {
-      for (int i = 0; i < 4096; ++i) {
-        acc += slot.data[pos];
-        pos = (pos + 4093) % slot.bytes;
-      }
-    } while (now_ns() < deadline);
+    for (std::size_t pos = 0; pos < slot.bytes; pos += 64) {
+      acc += slot.data[pos];
+      if ((pos & 0xFFFFF) == 0 && now_ns() >= deadline) break;
+    }
     sink = acc;
     (void)sink;
+    // Then the device "computes": wait out the step in slices, waking early on a stop request.
+    for (std::int64_t now = now_ns(); now < deadline && (stop_ == nullptr || !stop_->load(std::memory_order_relaxed)); now = now_ns()) {
+      const std::int64_t until = std::min(deadline, now + 20'000'000);
+      const timespec ts{static_cast<time_t>(until / 1'000'000'000), static_cast<long>(until % 1'000'000'000)};
+      clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
+    }
     if (intervals_.size() < intervals_.capacity()) intervals_.push_back({begin, now_ns(), step});
     if (host_sum != 0) verified_++;
     fence = nullptr;
@@ -66,12 +74,15 @@ class HostStandin final : public DeviceStage {
  private:
   struct Interval { std::int64_t begin, end, step; };
   RunConfig config_;
+  const std::atomic<bool>* stop_;  // a long stand-in step ends early on a stop request
   std::unique_ptr<SlotAllocator> allocator_;
   std::vector<Interval> intervals_;
   std::uint64_t verified_ = 0;
 };
 }  // namespace
 
-std::unique_ptr<DeviceStage> make_host_standin(const RunConfig& config) { return std::make_unique<HostStandin>(config); }
+std::unique_ptr<DeviceStage> make_host_standin(const RunConfig& config, const std::atomic<bool>* stop) {
+  return std::make_unique<HostStandin>(config, stop);
+}
 
 }  // namespace stalldx::pipeline

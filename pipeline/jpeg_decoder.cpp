@@ -47,7 +47,18 @@ JpegDecoder::~JpegDecoder() { jpeg_destroy_decompress(&impl_->cinfo); }
 Status JpegDecoder::read_header(const std::uint8_t* data, std::size_t size, JpegHeader& h) {
   Impl& d = *impl_;
   d.header_ok = false;
+  problem_ = BadKind::not_jpeg;
   if (size < 4 || data[0] != 0xFF || data[1] != 0xD8) return Status::parse("not a JPEG file (no SOI marker)");
+  // A whole JPEG ends with EOI (FF D9), possibly followed by a little padding. Inside entropy-coded data
+  // 0xFF is always followed by 0x00 or a restart marker, so FF D9 near the end means the end was written.
+  problem_ = BadKind::truncated;
+  {
+    const std::size_t tail = std::min<std::size_t>(size - 2, 4096);
+    bool eoi = false;
+    for (std::size_t i = size - 2; !eoi && i + tail >= size - 2 && i >= 2; --i) eoi = data[i] == 0xFF && data[i + 1] == 0xD9;
+    if (!eoi) return Status::parse("truncated JPEG: no end-of-image marker in its last 4 KB");
+  }
+  problem_ = BadKind::corrupt;
   d.err.warnings = 0;
   d.err.message[0] = 0;
   if (setjmp(d.err.jump)) {
@@ -64,11 +75,13 @@ Status JpegDecoder::read_header(const std::uint8_t* data, std::size_t size, Jpeg
   if (h.width <= 0 || h.height <= 0 || h.width > lim.max_side || h.height > lim.max_side ||
       static_cast<std::uint64_t>(h.width) * h.height > lim.max_pixels) {
     jpeg_abort_decompress(&d.cinfo);
+    problem_ = BadKind::too_large;
     return Status::parse(fmt::format("refused: declared size {}x{} is over the {}-pixel side / {} MP limit (decompression bomb?)",
                                      h.width, h.height, lim.max_side, lim.max_pixels >> 20));
   }
   if (d.cinfo.jpeg_color_space == JCS_CMYK || d.cinfo.jpeg_color_space == JCS_YCCK) {
     jpeg_abort_decompress(&d.cinfo);
+    problem_ = BadKind::unsupported;
     return Status::parse("unsupported colour space: CMYK/YCCK JPEG");
   }
   d.header_ok = true;
@@ -77,6 +90,7 @@ Status JpegDecoder::read_header(const std::uint8_t* data, std::size_t size, Jpeg
 
 Status JpegDecoder::decode(const CropBox& box, int denom, bool roi, DecodedRegion& region) {
   Impl& d = *impl_;
+  problem_ = BadKind::corrupt;
   if (!d.header_ok) return Status::internal("decode() without a successful read_header()");
   d.header_ok = false;
   jpeg_decompress_struct& c = d.cinfo;
@@ -114,7 +128,10 @@ Status JpegDecoder::decode(const CropBox& box, int denom, bool roi, DecodedRegio
   // Rows below the crop are never decoded: abort instead of finishing.
   jpeg_abort_decompress(&c);
   if (d.err.warnings > 0) return Status::parse(fmt::format("corrupt JPEG data: {}", d.err.message));
-  if (!complete) return Status::parse("truncated JPEG data");
+  if (!complete) {
+    problem_ = BadKind::truncated;
+    return Status::parse("truncated JPEG data");
+  }
   region.rgb = d.pixels.data();
   region.width = out_w;
   region.height = nrows;

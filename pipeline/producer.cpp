@@ -19,6 +19,7 @@ struct Producer::Impl {
   BatchPool& pool;
   BadSampleLog& bad;
   Producer& owner;
+  std::atomic<bool> stopping{false};  // before `storage`, which watches it
   StorageReader storage;
   SampleLoader loader;
   ShuffleSampler sampler;
@@ -29,12 +30,11 @@ struct Producer::Impl {
   std::mutex idle_mu;
   std::condition_variable idle_cv;
   std::thread dispatcher;
-  std::atomic<bool> stopping{false};
   std::atomic<int> busy{0};
 
   Impl(const RunConfig& c, const DatasetIndex& i, BatchPool& p, BadSampleLog& b, Producer& o)
       : config(c), index(i), pool(p), bad(b), owner(o),
-        storage(StorageKnobs{c.read_latency_ms, c.read_bandwidth_mbps, c.cold_cache}),
+        storage(StorageKnobs{c.read_latency_ms, c.read_bandwidth_mbps, c.cold_cache}, &stopping),
         loader(c, i, storage, b),
         sampler(static_cast<std::uint32_t>(i.samples.size()), c.seed, c.transform == TransformKind::train),
         threads(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(c.workers) + 1),
@@ -58,7 +58,6 @@ struct Producer::Impl {
                    slot->data + u * sample_bytes(config)};
       bool failed = false;
       const std::uint32_t got = loader.load(t, failed);
-      if (got != t.index) slot->bad_replaced.fetch_add(1, std::memory_order_relaxed);
       if (got != UINT32_MAX) {
         slot->indices[u] = got;
         slot->labels[u] = index.samples[got].label;
@@ -86,7 +85,6 @@ struct Producer::Impl {
       BatchSlot* slot = pool.acquire_free();
       if (slot == nullptr) break;
       slot->batch = next_batch++;
-      slot->bad_replaced.store(0);
       const std::uint64_t first = sampler.next_batch(config.batch, slot->indices);
       slot->labels.resize(slot->indices.size());
       for (std::size_t i = 0; i < slot->indices.size(); ++i) slot->labels[i] = index.samples[slot->indices[i]].label;

@@ -72,7 +72,7 @@ Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<
   }
   if (!stage) {
     c.device = DeviceKind::none;
-    stage = make_host_standin(c);
+    stage = make_host_standin(c, stop);
   }
   r.config = c;
 
@@ -115,8 +115,12 @@ Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<
       {
         STALLDX_RANGE(wait_batch, "wait_batch", RangeIds{s, s, -1});
         const std::int64_t w0 = now_ns();
-        slot = pool->wait_ready(s);
+        slot = pool->wait_ready(s, stop);
         wait_ms = (now_ns() - w0) / 1e6;
+      }
+      if (slot == nullptr && stop && stop->load()) {
+        r.interrupted = true;
+        break;
       }
       if (slot == nullptr || producer.failed()) {
         r.failed_bad_sample = producer.failed();
@@ -158,6 +162,14 @@ Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<
     r.has_trace = true;
   }
   if (!failure.is_ok()) return failure;
+  // Substituted images past the threshold: the run did not measure the dataset it was given.
+  const std::uint64_t consumed = static_cast<std::uint64_t>(r.steps_completed) * static_cast<std::uint64_t>(c.batch);
+  if (consumed > 0 && static_cast<double>(r.bad.images()) > c.max_bad_fraction * static_cast<double>(consumed))
+    return Status::invalid(fmt::format(
+        "{} of the {} images loaded ({:.0f}%) were not from their own file ({} substituted, {} left zero; {} bad files, {} bad reads): "
+        "over --max-bad-fraction {}. First: {}",
+        r.bad.images(), consumed, 100.0 * static_cast<double>(r.bad.images()) / static_cast<double>(consumed), r.bad.substituted,
+        r.bad.unfilled, r.bad.files, r.bad.attempts, c.max_bad_fraction, r.bad.first.empty() ? "?" : r.bad.first.front()));
   if (r.failed_bad_sample)
     return Status::invalid(fmt::format("a bad sample stopped the run (--on-bad-sample fail): {}",
                                        r.bad.first.empty() ? "?" : r.bad.first.front()));

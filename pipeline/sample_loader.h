@@ -24,12 +24,15 @@ class SampleLoader {
  public:
   SampleLoader(const RunConfig& config, const DatasetIndex& index, StorageReader& storage, BadSampleLog& bad)
       : config_(config), index_(index), storage_(storage), bad_(bad) {}
-  // Returns the dataset index that finally filled the sample (== task.index unless substituted), or
-  // UINT32_MAX if none did (the sample is zero-filled and counted). Sets `failed` under --on-bad-sample fail.
+  // Returns the dataset index that finally filled the sample (== task.index unless substituted: then
+  // counted as a substituted image), or UINT32_MAX if none did (the sample is zero-filled and counted;
+  // also when the read was cancelled because the run is stopping — then not counted). Sets `failed`
+  // under --on-bad-sample fail.
   std::uint32_t load(const SampleTask& task, bool& failed) const;
 
  private:
-  bool try_load(const SampleTask& task, std::uint32_t index, bool slow) const;
+  enum class Outcome { ok, bad, cancelled };
+  Outcome try_load(const SampleTask& task, std::uint32_t index, bool slow) const;
   const RunConfig& config_;
   const DatasetIndex& index_;
   StorageReader& storage_;

@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -14,19 +15,26 @@
 namespace stalldx::pipeline {
 
 namespace {
-void sleep_until_ns(std::int64_t deadline) {
-  timespec ts{static_cast<time_t>(deadline / 1'000'000'000), static_cast<long>(deadline % 1'000'000'000)};
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
-  }
-}
+constexpr std::int64_t kSliceNs = 20'000'000;  // a cancelled wait ends within one slice
 struct Fd {
   int fd;
   ~Fd() { if (fd >= 0) ::close(fd); }
 };
 }  // namespace
 
-void StorageReader::throttle(std::uint64_t bytes) {
-  if (knobs_.bandwidth_mbps <= 0) return;
+bool StorageReader::sleep_until(std::int64_t deadline) const {
+  for (;;) {
+    if (cancel_ != nullptr && cancel_->load(std::memory_order_relaxed)) return false;
+    const std::int64_t now = now_ns();
+    if (now >= deadline) return true;
+    const std::int64_t until = std::min(deadline, now + kSliceNs);
+    const timespec ts{static_cast<time_t>(until / 1'000'000'000), static_cast<long>(until % 1'000'000'000)};
+    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);  // EINTR: loop, check, sleep again
+  }
+}
+
+bool StorageReader::throttle(std::uint64_t bytes) {
+  if (knobs_.bandwidth_mbps <= 0) return true;
   const auto cost = static_cast<std::int64_t>(static_cast<double>(bytes) / (knobs_.bandwidth_mbps * 1e6) * 1e9);
   const std::int64_t now = now_ns();
   std::int64_t prev = next_free_ns_.load(std::memory_order_relaxed);
@@ -34,11 +42,13 @@ void StorageReader::throttle(std::uint64_t bytes) {
   do {
     done = std::max(prev, now) + cost;
   } while (!next_free_ns_.compare_exchange_weak(prev, done, std::memory_order_relaxed));
-  sleep_until_ns(done);
+  return sleep_until(done);
 }
 
 Status StorageReader::read(const std::string& path, std::vector<std::uint8_t>& buf, double extra_ms) {
-  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  // O_NONBLOCK: opening a FIFO (or a link to one) must not wait for a writer; non-regular files are
+  // refused right after.
+  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
   if (f.fd < 0) return Status::io(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
   struct stat st;
   if (::fstat(f.fd, &st) != 0) return Status::io(fmt::format("cannot stat '{}': {}", path, std::strerror(errno)));
@@ -57,9 +67,9 @@ Status StorageReader::read(const std::string& path, std::vector<std::uint8_t>& b
     got += static_cast<std::uint64_t>(n);
   }
   if (got != size) return Status::io(fmt::format("'{}' shrank while reading ({} of {} bytes)", path, got, size));
-  throttle(size);
   const double wait_ms = knobs_.latency_ms + extra_ms;
-  if (wait_ms > 0) sleep_until_ns(now_ns() + static_cast<std::int64_t>(wait_ms * 1e6));
+  if (!throttle(size) || (wait_ms > 0 && !sleep_until(now_ns() + static_cast<std::int64_t>(wait_ms * 1e6))))
+    return Status::unavailable("read cancelled (stopping)");
   return Status::ok();
 }
 

@@ -20,14 +20,19 @@ struct StorageKnobs {
 
 class StorageReader {
  public:
-  explicit StorageReader(StorageKnobs knobs) : knobs_(knobs) {}
-  // Reads the whole file at `path` into `buf` (resized; capacity reused) with pread. `extra_ms` adds a
-  // one-off latency (the periodic slow-file knob). Errors name the path and the errno text.
+  // `cancel` (may be null, must outlive the reader): every emulated wait wakes within ~20 ms of it
+  // becoming true and the read returns `unavailable`.
+  explicit StorageReader(StorageKnobs knobs, const std::atomic<bool>* cancel = nullptr) : knobs_(knobs), cancel_(cancel) {}
+  // Reads the whole regular file at `path` into `buf` (resized; capacity reused) with pread. Never
+  // blocks on a FIFO or device (opened non-blocking, refused unless regular). `extra_ms` adds a one-off
+  // latency (the periodic slow-file knob). Errors name the path and the errno text.
   Status read(const std::string& path, std::vector<std::uint8_t>& buf, double extra_ms = 0);
 
  private:
-  void throttle(std::uint64_t bytes);
+  bool throttle(std::uint64_t bytes);
+  bool sleep_until(std::int64_t deadline_ns) const;  // false = cancelled
   StorageKnobs knobs_;
+  const std::atomic<bool>* cancel_;
   std::atomic<std::int64_t> next_free_ns_{0};  // token bucket: when the shared "device" is free again
 };
 

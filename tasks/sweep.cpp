@@ -48,7 +48,7 @@ Status run_sweep(const SweepOptions& o, SweepResult& result, const StopFlag* sto
       if (Status st = pipeline::validate(c); !st.is_ok()) return st;
     }
   if (base.data.empty())
-    if (Status st = datasets::ensure_default_dataset(base.data, true); !st.is_ok()) return st;
+    if (Status st = datasets::ensure_default_dataset(base.data, true, stop); !st.is_ok()) return st;
   std::error_code ec;
   fs::create_directories(o.out, ec);
   if (ec) return Status::io(fmt::format("cannot create sweep folder '{}': {}", o.out, ec.message()));

@@ -1,7 +1,11 @@
 // Every kind of bad file: skipped (or fatal under --on-bad-sample fail), counted, named; the batch
 // still full; no crash.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <turbojpeg.h>
+#include <fmt/format.h>
+
+#include <atomic>
 
 #include <filesystem>
 #include <fstream>
@@ -66,11 +70,12 @@ TEST(BadInput, DecoderNamesEachKind) {
   EXPECT_NE(d.read_header(cmyk.data(), cmyk.size(), h).message().find("CMYK"), std::string::npos);
   const auto b = bomb();
   EXPECT_NE(d.read_header(b.data(), b.size(), h).message().find("bomb"), std::string::npos);
-  ASSERT_TRUE(d.read_header(truncated.data(), truncated.size(), h).is_ok());  // the header survives
-  DecodedRegion r;
-  const Status st = d.decode({0, 0, 320, 240}, 1, false, r);
+  // Truncated: refused at the header (no end-of-image marker), whatever region would be decoded.
+  const Status st = d.read_header(truncated.data(), truncated.size(), h);
   EXPECT_FALSE(st.is_ok());
-  EXPECT_NE(st.message().find("corrupt"), std::string::npos) << st.message();
+  EXPECT_EQ(d.problem(), BadKind::truncated);
+  EXPECT_NE(st.message().find("truncated"), std::string::npos) << st.message();
+  DecodedRegion r;
   // The decoder is reusable after every failure.
   ASSERT_TRUE(d.read_header(good.data(), good.size(), h).is_ok());
   EXPECT_TRUE(d.decode({0, 0, 320, 240}, 1, false, r).is_ok());
@@ -104,18 +109,91 @@ TEST(BadInput, RunSkipsCountsAndStillFillsBatches) {
   c.steps = 12;  // > one epoch of 30 entries: every bad file is met
   c.workers = 2;
   c.step_ms = 0;
+  c.max_bad_fraction = 1;  // this dataset is a third bad on purpose
   RunResult r;
   const Status st = run_pipeline(c, r);
   ASSERT_TRUE(st.is_ok()) << st.message();
   EXPECT_EQ(r.images, 12u * 8u);
-  EXPECT_GE(r.bad.total, 9u);  // zero, truncated, garbage, notjpeg, cmyk, bomb, directory, 2 loops, dangling (some twice)
+  EXPECT_GE(r.bad.attempts, 9u);  // zero, truncated, garbage, notjpeg, cmyk, bomb, directory, 2 loops, dangling (some twice)
+  EXPECT_LE(r.bad.files, r.bad.attempts);
+  EXPECT_GE(r.bad.files, 9u);
+  EXPECT_GE(r.bad.substituted, 9u);  // images, not attempts: each bad draw was replaced once
+  EXPECT_LE(r.bad.substituted, r.bad.attempts);
   EXPECT_EQ(r.bad.unfilled, 0u);
   EXPECT_GT(r.bad.by_kind["read"], 0u);
-  EXPECT_GT(r.bad.by_kind["decode"], 0u);
+  EXPECT_GT(r.bad.by_kind["truncated"], 0u);
+  EXPECT_GT(r.bad.by_kind["not_jpeg"], 0u);
   EXPECT_GT(r.bad.by_kind["unsupported"], 0u);
   EXPECT_GT(r.bad.by_kind["too_large"], 0u);
   EXPECT_FALSE(r.bad.first.empty());
   EXPECT_LE(r.bad.first.size(), BadSampleReport::kMaxNamed);
+}
+
+TEST(BadInput, TooManySubstitutedImagesFailTheRunWithBothFigures) {
+  RunConfig c;
+  c.data = bad_dataset();
+  c.device = DeviceKind::none;
+  c.batch = 8;
+  c.warmup = 0;
+  c.steps = 4;
+  c.workers = 2;
+  c.step_ms = 0;  // default --max-bad-fraction 0.1: a third of this dataset is bad
+  RunResult r;
+  const Status st = run_pipeline(c, r);
+  EXPECT_EQ(st.code(), Status::Code::invalid_argument);
+  EXPECT_NE(st.message().find("substituted"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("--max-bad-fraction"), std::string::npos) << st.message();
+}
+
+TEST(BadInput, OnlyBadFilesFailInsteadOfMeasuringZeroImages) {
+  const fs::path root = stalldx::testing::temp_dir("allbad");
+  fs::create_directories(root / "a");
+  for (int i = 0; i < 16; ++i) stalldx::testing::write_file((root / "a" / fmt::format("{}.jpg", i)).string(), "not a jpeg at all");
+  RunConfig c;
+  c.data = root.string();
+  c.device = DeviceKind::none;
+  c.batch = 4;
+  c.warmup = 0;
+  c.steps = 2;
+  c.workers = 1;
+  c.step_ms = 0;
+  RunResult r;
+  const Status st = run_pipeline(c, r);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_EQ(r.bad.unfilled, r.bad.images());
+  EXPECT_GE(r.bad.unfilled, 8u);
+  EXPECT_EQ(r.bad.files, 16u);  // every file met, each counted once as a file
+}
+
+TEST(BadInput, FifoBehindAJpgLinkNeverBlocksARead) {
+  const fs::path root = stalldx::testing::temp_dir("fifo");
+  ASSERT_EQ(mkfifo((root / "pipe").c_str(), 0644), 0);
+  fs::create_symlink(root / "pipe", root / "pipe.jpg");
+  StorageReader storage(StorageKnobs{});
+  std::vector<std::uint8_t> bytes;
+  const Status st = storage.read((root / "pipe.jpg").string(), bytes);  // would block forever in a blocking open()
+  EXPECT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("not a regular file"), std::string::npos) << st.message();
+}
+
+TEST(BadInput, EmulatedStorageWaitsWakeOnCancel) {
+  std::atomic<bool> cancel{true};  // raised before the read: the first slice sees it, no timing involved
+  StorageReader slow(StorageKnobs{1e4, 0.1, false}, &cancel);
+  std::vector<std::uint8_t> bytes;
+  const std::string file = std::string(STALLDX_TEST_DATA) + "/bad_images/good.jpg";
+  const Status st = slow.read(file, bytes);
+  EXPECT_EQ(st.code(), Status::Code::unavailable) << st.message();
+}
+
+TEST(BadInput, TruncatedFileIsBadWhateverRegionIsDecoded) {
+  std::vector<std::uint8_t> bytes;
+  StorageReader storage(StorageKnobs{});
+  ASSERT_TRUE(storage.read(std::string(STALLDX_TEST_DATA) + "/bad_images/good.jpg", bytes).is_ok());
+  bytes.resize(bytes.size() - 2);  // only the end-of-image marker missing
+  JpegDecoder d;
+  JpegHeader h;
+  EXPECT_FALSE(d.read_header(bytes.data(), bytes.size(), h).is_ok());
+  EXPECT_EQ(d.problem(), BadKind::truncated);
 }
 
 TEST(BadInput, FailPolicyStopsTheRunWithTheFileNamed) {
@@ -154,12 +232,14 @@ TEST(BadInput, PlantedBadFilesFromTheGenerator) {
   c.step_ms = 0;
   c.transform = TransformKind::eval;
   c.output = OutputFormat::uint8_nhwc;
+  c.max_bad_fraction = 0.2;  // 10% planted
   RunResult r;
-  ASSERT_TRUE(run_pipeline(c, r).is_ok());
+  const Status st = run_pipeline(c, r);
+  ASSERT_TRUE(st.is_ok()) << st.message();
   // eval: one pass over 40 files meets each planted file once; the producer may start a prefetched
   // batch of the next pass before stopping.
-  EXPECT_GE(r.bad.total, 4u);
-  EXPECT_LE(r.bad.total, 6u);
+  EXPECT_GE(r.bad.attempts, 4u);
+  EXPECT_LE(r.bad.attempts, 6u);
 }
 
 }  // namespace
@@ -173,8 +253,8 @@ TEST(BadInputCorpus, EachFileIsDecodedOrRefusedWithItsKind) {
   const std::string dir = std::string(STALLDX_TEST_DATA) + "/bad_images";
   const std::map<std::string, std::string> expected = {
       {"good.jpg", "ok"},          {"progressive.jpg", "ok"},   {"grayscale.jpg", "ok"},
-      {"cmyk.jpg", "unsupported"}, {"truncated.jpg", "decode"}, {"zero_byte.jpg", "read"},
-      {"garbage.jpg", "decode"},   {"not_jpeg.jpg", "decode"},  {"huge_dimensions.jpg", "too_large"},
+      {"cmyk.jpg", "unsupported"}, {"truncated.jpg", "truncated"}, {"zero_byte.jpg", "read"},
+      {"garbage.jpg", "truncated"},   {"not_jpeg.jpg", "not_jpeg"},  {"huge_dimensions.jpg", "too_large"},
       {"unreadable_directory.jpg", "read"}, {"loop_a.jpg", "read"}, {"loop_b.jpg", "read"}, {"dangling.jpg", "read"}};
   StorageReader storage(StorageKnobs{});
   JpegDecoder decoder;
@@ -185,11 +265,11 @@ TEST(BadInputCorpus, EachFileIsDecodedOrRefusedWithItsKind) {
     JpegHeader h;
     if (!st.is_ok()) got = "read";
     else if (!(st = decoder.read_header(bytes.data(), bytes.size(), h)).is_ok())
-      got = st.message().rfind("unsupported", 0) == 0 ? "unsupported" : st.message().rfind("refused", 0) == 0 ? "too_large" : "decode";
+      got = bad_kind_name(decoder.problem());
     else {
       DecodedRegion r;
       st = decoder.decode({0, 0, h.width, h.height}, 1, true, r);
-      if (!st.is_ok()) got = "decode";
+      if (!st.is_ok()) got = bad_kind_name(decoder.problem());
     }
     EXPECT_EQ(got, want) << file << ": " << st.message();
     if (got != "ok") EXPECT_FALSE(st.message().empty()) << file;
@@ -211,10 +291,11 @@ TEST(BadInputCorpus, PipelineOverTheCorpusCountsEveryBadFile) {
   c.prefetch = 1;
   c.workers = 2;
   c.step_ms = 0;
+  c.max_bad_fraction = 1;
   RunResult r;
   ASSERT_TRUE(run_pipeline(c, r).is_ok());
   EXPECT_EQ(r.images, 12u);
-  EXPECT_GE(r.bad.total, 9u);  // 9 bad files indexed; a prefetched second pass may meet a few again
+  EXPECT_GE(r.bad.attempts, 9u);  // 9 bad files indexed; a prefetched second pass may meet a few again
   EXPECT_EQ(r.bad.unfilled, 0u);
 }
 

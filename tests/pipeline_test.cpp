@@ -129,7 +129,7 @@ TEST(EndToEnd, CpuRunCountsStepsTimesBatchAndWritesAHostOnlyTrace) {
   EXPECT_EQ(r.steps_completed, 6);
   EXPECT_EQ(r.step_ms.size(), 5u);
   EXPECT_TRUE(r.device.standin);
-  EXPECT_EQ(r.bad.total, 0u);
+  EXPECT_EQ(r.bad.attempts, 0u);
   ASSERT_TRUE(r.has_trace);
   int steps = 0, waits = 0, reads = 0, decodes = 0, standin = 0, collates = 0;
   for (const HostRange& h : r.trace.ranges) {

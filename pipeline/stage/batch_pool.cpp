@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <chrono>
 #include <cstring>
 
 #include "stalldx/profiler.h"
@@ -81,16 +82,19 @@ void BatchPool::mark_ready(BatchSlot* slot) {
   ready_cv_.notify_all();
 }
 
-BatchSlot* BatchPool::wait_ready(std::int64_t batch) {
+BatchSlot* BatchPool::wait_ready(std::int64_t batch, const std::atomic<bool>* stop) {
   static const NameId kReady = register_name("ready_batches");
   std::unique_lock<std::mutex> lock(mu_);
   BatchSlot* found = nullptr;
-  ready_cv_.wait(lock, [&] {
-    if (closed_) return true;
+  const auto ready = [&] {
+    if (closed_ || (stop != nullptr && stop->load(std::memory_order_relaxed))) return true;
     for (auto it = ready_.begin(); it != ready_.end(); ++it)
       if ((*it)->batch == batch) { found = *it; ready_.erase(it); return true; }
     return false;
-  });
+  };
+  // A stop request is a plain flag (set from a signal handler, which cannot notify): poll it every 20 ms.
+  while (!ready_cv_.wait_for(lock, std::chrono::milliseconds(20), ready)) {
+  }
   if (found) counter(kReady, static_cast<double>(ready_.size()));
   return found;
 }

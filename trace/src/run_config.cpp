@@ -134,7 +134,7 @@ const RunField kRunFields[] = {
     field<&RunConfig::spike_ms>("spike_ms", "extra latency of that slow read", kPlain, 0, 10000),
     choice<&RunConfig::device, kDeviceNames>("device", "cuda, none (host stand-in) or auto", kAlwaysShown),
     field<&RunConfig::step_ms>("step_ms", "host stand-in compute per step (--device none)", kPlain, 0, 10000),
-    field<&RunConfig::device_ms>("device_ms", "synthetic GPU step time, calibrated at start-up (CUDA)", kPlain, 0, 10000),
+    field<&RunConfig::device_ms>("device_ms", "synthetic GPU step time, calibrated at start-up (CUDA)", kPlain, 0, 2000),
     field<&RunConfig::step_kernels>("step_kernels", "kernel launches per synthetic step (its host launch work)", kPlain, 1, 100000),
     field<&RunConfig::inflight>("inflight", "device steps queued before the consumer blocks", kAlwaysShown, 1, 64),
     choice<&RunConfig::memory, kMemoryNames>("memory", "batch slot memory: pinned or pageable", kAlwaysShown),

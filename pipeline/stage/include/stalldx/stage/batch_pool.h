@@ -34,7 +34,6 @@ struct BatchSlot {
   std::int64_t batch = -1;           // batch id this slot currently holds
   std::vector<std::uint32_t> indices;  // dataset index per sample (after bad-sample substitution)
   std::vector<std::int32_t> labels;
-  std::atomic<int> bad_replaced{0};
 };
 
 class BatchPool {
@@ -48,8 +47,9 @@ class BatchPool {
   // The slot now holds finished batch `slot->batch`.
   void mark_ready(BatchSlot* slot);
 
-  // Consumer side. Blocks until batch `batch` is ready; nullptr after close().
-  BatchSlot* wait_ready(std::int64_t batch);
+  // Consumer side. Blocks until batch `batch` is ready; nullptr after close() or once `stop` (may be
+  // null) reads true — seen within 20 ms.
+  BatchSlot* wait_ready(std::int64_t batch, const std::atomic<bool>* stop = nullptr);
   // Gives the slot back; `fence` (may be empty) must return only when nothing reads the slot any more.
   void release(BatchSlot* slot, std::function<void()> fence);
 

@@ -3,6 +3,7 @@
 // stand-in for --device none (spends --step-ms of compute on the consumer thread, labelled as such).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -51,7 +52,8 @@ inline constexpr int kMaxExtraSlots = 1;
 // Slots a run allocates: `prefetch` ready ahead, the consumer's one, and the stage's in-flight ones.
 inline int slot_count(const RunConfig& c, int extra_slots) { return c.prefetch + 1 + extra_slots; }
 
-std::unique_ptr<DeviceStage> make_host_standin(const RunConfig& config);
+// `stop` (may be null) ends a long stand-in step early.
+std::unique_ptr<DeviceStage> make_host_standin(const RunConfig& config, const std::atomic<bool>* stop = nullptr);
 // The CUDA stage; unavailable (with the reason) when built without CUDA or no device is usable.
 Status make_cuda_stage(const RunConfig& config, std::unique_ptr<DeviceStage>& out);
 // True when a CUDA device can be used; `why` says why not otherwise.
