@@ -23,6 +23,9 @@ Action add_eval_command(CLI::App& app);
 
 // Raised by SIGINT/SIGTERM (installed by main); every long command polls it and stops cleanly.
 StopFlag& stop_flag();
+// For a phase that has nothing to clean up and cannot poll (reading a trace in one library call):
+// `true` makes SIGINT/SIGTERM end the process at once with 130/143; `false` goes back to the flag.
+void exit_on_signal(bool immediately);
 
 // Prints "stalldx <command>: <message>" on stderr and returns the exit code for `st` (2 for bad input,
 // 1 otherwise).

@@ -39,9 +39,11 @@ Action add_diagnose_command(CLI::App& app) {
       if (Status st = check_output_path(a->svg, check); !st.is_ok()) return fail_input("diagnose", st);
     }
     Trace t;
+    exit_on_signal(true);  // reading and diagnosing write nothing: Ctrl-C ends them at once
+    fmt::print(stderr, "stalldx diagnose: reading {}\n", a->trace);
     if (Status st = read_trace_file(a->trace, t); !st.is_ok()) return fail_input("diagnose", st);
-    if (stop_flag().stopped()) return stop_flag().exit_code();
     const diagnose::Report rep = diagnose::diagnose(t, a->th);
+    exit_on_signal(false);  // outputs: finish or fail cleanly
     if (!print_checked("diagnose", a->json ? diagnose::report_json(rep) + "\n" : diagnose::report_text(rep, !a->no_summaries))) return 1;
     if (!a->svg.empty())
       if (Status st = write_file_atomic(a->svg, diagnose::report_svg(rep)); !st.is_ok()) return fail("diagnose", st);

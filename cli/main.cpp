@@ -1,9 +1,12 @@
 // stalldx: why does my input pipeline stall? Thin main: subcommands live in cli/*_command.cpp.
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <csignal>
 
 #include "commands.h"
+#include "config_check.h"
 #include "stalldx/output_file.h"
 
 namespace stalldx::cli {
@@ -30,7 +33,23 @@ bool print_checked(std::string_view command, std::string_view text) {
 
 namespace {
 void on_signal(int sig) { stalldx::cli::stop_flag().raise(sig); }
+void on_signal_exit(int sig) { _exit(sig == SIGTERM ? 143 : 130); }
+void install(void (*handler)(int)) {
+  // No SA_RESTART: a blocking call returns EINTR, so every wait sees the flag promptly.
+  struct sigaction sa {};
+  sa.sa_handler = handler;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
 }  // namespace
+
+namespace stalldx::cli {
+void exit_on_signal(bool immediately) {
+  install(immediately ? &on_signal_exit : &on_signal);
+  if (immediately && stop_flag().stopped()) _exit(stop_flag().exit_code());
+}
+}  // namespace stalldx::cli
 
 int main(int argc, char** argv) {
   CLI::App app{"stalldx: per-step diagnosis of GPU input-pipeline stalls (retrieval, decoding, submission, device-bound)"};
@@ -47,18 +66,18 @@ int main(int argc, char** argv) {
   const stalldx::cli::Action sweep = stalldx::cli::add_sweep_command(app);
 
   for (CLI::App* sub : app.get_subcommands({})) sub->fallthrough();
+  if (const std::string config = stalldx::cli::config_argument(argc, argv); !config.empty())
+    if (stalldx::Status st = stalldx::cli::check_config_file(config, app); !st.is_ok()) {
+      fmt::print(stderr, "stalldx: {}\n", st.message());
+      return 2;
+    }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
-  // No SA_RESTART: a blocking call returns EINTR, so every wait sees the flag promptly.
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  install(&on_signal);
   std::signal(SIGPIPE, SIG_IGN);  // a closed stdout is a write error we report, not a silent death
   for (CLI::App* sub : app.get_subcommands()) {
     const std::string name = sub->get_name();

@@ -37,7 +37,11 @@ Action add_run_command(CLI::App& app) {
     if (!c.trace.empty())
       if (Status st = check_output_path(c.trace, trace_check); !st.is_ok()) return fail_input("run", st);
     pipeline::RunResult r;
-    Status st = pipeline::run_pipeline(c, r, &stop_flag().requested);
+    // Progress on stderr: where the run is (also what the signal tests wait for before interrupting).
+    Status st = pipeline::run_pipeline(c, r, &stop_flag().requested, [&c](pipeline::RunPhase phase) {
+      if (phase == pipeline::RunPhase::started) fmt::print(stderr, "stalldx run: started ({} warm-up + {} steps)\n", c.warmup, c.steps);
+      else fmt::print(stderr, "stalldx run: warm-up done, measuring {} steps\n", c.steps);
+    });
     if (!r.device_notice.empty()) fmt::print(stderr, "stalldx: {}\n", r.device_notice);
     int rc = 0;
     if (!st.is_ok()) {

@@ -260,6 +260,10 @@ Report diagnose(const Trace& t, const Thresholds& th) {
   if (cov.dropped_host + cov.dropped_device > 0)
     lowered.push_back(fmt::format("{} host and {} device records were dropped", cov.dropped_host, cov.dropped_device));
   if (cov.unmatched_device > 0) lowered.push_back(fmt::format("{} device records have no step", cov.unmatched_device));
+  if (t.meta.skipped_events > 0) {
+    lowered.push_back(fmt::format("{} events of the file could not be used", t.meta.skipped_events));
+    cov.notes.push_back(fmt::format("{} events were skipped when reading the trace (they ended before its origin)", t.meta.skipped_events));
+  }
   if (!cov.device_records) {
     lowered.push_back("no device records");
     cov.notes.push_back(cov.cupti ? "CUPTI was on but recorded no device work: verdicts are not given, only host waits"

@@ -45,7 +45,7 @@ void fill_stats(RunResult& r) {
 
 }  // namespace
 
-Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<bool>* stop) {
+Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<bool>* stop, const PhaseCallback& on_phase) {
   r = RunResult{};
   RunConfig c = config_in;
   if (Status st = validate(c); !st.is_ok()) return st;
@@ -101,10 +101,12 @@ Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<
   Status failure;
   for (int s = 0; s < total; ++s) {
     if (stop && stop->load()) { r.interrupted = true; break; }
+    if (s == 0 && on_phase) on_phase(RunPhase::started);
     if (s == c.warmup) {
       // Steady state starts once the warm-up steps have finished on the device too; otherwise queued
       // warm-up work would be counted against steady-state images.
       if (Status st = stage->drain(); !st.is_ok()) { failure = st; break; }
+      if (on_phase) on_phase(RunPhase::steady);
       prev_end = now_ns();
       steady_begin = prev_end;
     }

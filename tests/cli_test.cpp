@@ -8,6 +8,9 @@
 #include <cstdlib>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <sys/stat.h>
+
+#include <filesystem>
 #include <thread>
 
 #include "stalldx/trace_io.h"
@@ -18,6 +21,8 @@ namespace {
 using stalldx::testing::read_file;
 using stalldx::testing::small_dataset;
 using stalldx::testing::temp_dir;
+using stalldx::testing::write_file;
+namespace fs = std::filesystem;
 
 struct Result {
   int code;
@@ -76,7 +81,8 @@ TEST(Cli, BadInputsExitTwoWithAMessage) {
                                   fmt::format("run --config {}/bad.toml", dir), "run --config /nonexistent.toml",
                                   "diagnose /nonexistent-trace.json",
                                   fmt::format("diagnose {}/bad_traces/truncated.json", STALLDX_TEST_DATA)};
-  for (const char* bad : {"wrong_type", "zero_workers", "negative_batch", "malformed", "unknown_key", "bad_enum"})
+  for (const char* bad : {"wrong_type", "zero_workers", "negative_batch", "malformed", "unknown_key", "bad_enum", "duplicate_table",
+                          "duplicate_key", "misspelled_key", "nan_value"})
     cases.push_back(fmt::format("run --config {}/bad_configs/{}.toml", STALLDX_TEST_DATA, bad));  // flags would win over the file
   for (const std::string& args : cases) {
     const Result r = run(args);
@@ -85,30 +91,60 @@ TEST(Cli, BadInputsExitTwoWithAMessage) {
   }
 }
 
-TEST(Cli, SigintLeavesALoadableInterruptedTrace) {
-  const std::string trace = temp_dir("sig") + "/t.json";
-  const std::string out = temp_dir("sig") + "/out.txt";
-  const std::string data = small_dataset();  // made here, before the fork: the child only execs
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    freopen(out.c_str(), "w", stdout);
-    execl(STALLDX_BINARY, "stalldx", "run", "--data", data.c_str(), "--device", "none", "--batch", "8", "--steps", "100000",
-          "--warmup", "1", "--workers", "1", "--step-ms", "2", "--trace", trace.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
+TEST(Cli, ConfigErrorsNameTheFileTheLineTheKeyAndTheNearestValidKeys) {
+  const std::string file = fmt::format("{}/bad_configs/misspelled_key.toml", STALLDX_TEST_DATA);
+  const Result r = run("run --config " + file);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find(file + ":2: unknown key 'read-latency-msec' in [run]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("read-latency-ms"), std::string::npos) << r.out;
+  const Result d = run(fmt::format("run --config {}/bad_configs/duplicate_table.toml", STALLDX_TEST_DATA));
+  EXPECT_NE(d.out.find(":4: table [run] appears twice"), std::string::npos) << d.out;
+}
+
+TEST(Cli, TracePathsThatAreNotOursAreRefusedAndReplacementIsSaid) {
+  const std::string dir = temp_dir("trace");
+  const std::string data = dir + "/data";
+  fs::create_directories(data + "/a");
+  fs::copy(small_dataset() + "/class_000", data + "/a");
+  write_file(data + "/manifest.tsv.keep", "x");
+  for (const std::string& target : {std::string("/dev/null"), data + "/a/out.json", dir}) {
+    const Result r = run(fmt::format("run --data {} {} --trace {}", data, kFast, target));
+    EXPECT_EQ(r.code, 2) << target << "\n" << r.out;
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  kill(pid, SIGINT);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 130);
-  stalldx::Trace t;
-  const stalldx::Status st = stalldx::read_trace_file(trace, t);
-  ASSERT_TRUE(st.is_ok()) << st.message();
-  EXPECT_TRUE(t.meta.interrupted);
-  EXPECT_GT(t.meta.steps_completed, 0);
-  EXPECT_NE(read_file(out).find("INTERRUPTED"), std::string::npos);
+  struct stat st {};
+  ASSERT_EQ(stat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+  write_file(dir + "/old.json", "old");
+  const Result r = run(fmt::format("run --data {} {} --trace {}/old.json", data, kFast, dir));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("replaced the file that was there"), std::string::npos) << r.out;
+  const Result np = run(fmt::format("run --data {} {} --trace {}/x.json --no-profile", data, kFast, dir));
+  EXPECT_EQ(np.code, 2);
+  EXPECT_NE(np.out.find("--no-profile"), std::string::npos) << np.out;
+}
+
+// Standard output that cannot be written (a full disk) is an error for every command, never exit 0.
+TEST(Cli, FullStdoutIsAnErrorForEveryCommand) {
+  const std::string dir = temp_dir("full");
+  const std::string trace = dir + "/t.json";
+  ASSERT_EQ(run(fmt::format("run --data {} {} --trace {}", small_dataset(), kFast, trace)).code, 0);
+  write_file(dir + "/list.tsv", "c\t" + dir + "/c.toml\tdevice-bound\n");
+  write_file(dir + "/c.toml", "[run]\ndevice = \"none\"\nbatch = 8\nwarmup = 1\nsteps = 2\nworkers = 1\nstep-ms = 1\n");
+  const std::vector<std::string> commands = {
+      fmt::format("run --data {} {}", small_dataset(), kFast),
+      fmt::format("run --data {} {} --json --no-profile", small_dataset(), kFast),
+      "diagnose " + trace,
+      "diagnose --json " + trace,
+      fmt::format("sweep --data {} --device none --batch 8 --steps 2 --warmup 1 --step-ms 1 --repeat 1 --workers 1 --prefetch 1 --out {}/sw",
+                  small_dataset(), dir),
+      fmt::format("eval {}/list.tsv --data {} --out {}/ev --min-accuracy 0", dir, small_dataset(), dir),
+      fmt::format("dataset {}/ds --classes 1 --per-class 2", dir)};
+  for (const std::string& args : commands) {
+    const std::string cmd = fmt::format("{} {} > /dev/full 2> {}/err.txt", STALLDX_BINARY, args, dir);
+    const int rc = std::system(cmd.c_str());
+    EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) != 0) << args;
+    EXPECT_NE(read_file(dir + "/err.txt").find("standard output"), std::string::npos) << args << ": " << read_file(dir + "/err.txt");
+  }
 }
 
 TEST(Cli, DatasetCommandWritesAManifest) {

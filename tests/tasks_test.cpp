@@ -2,9 +2,13 @@
 // paths with quotes and spaces work, children are spawned without a shell and stopped on request.
 #include <gtest/gtest.h>
 
+#include <sys/mount.h>
+
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 
+#include "stalldx/datasets/generator.h"
 #include "stalldx/tasks/child_process.h"
 #include "stalldx/tasks/eval.h"
 #include "stalldx/tasks/sweep.h"
@@ -91,6 +95,41 @@ TEST(EvalTask, PathsWithQuotesAndSpacesReachTheChildIntact) {
   EXPECT_NE(read_file(o.out + "/confusion.txt").find("consumer"), std::string::npos);
   o.only = "nope";
   EXPECT_EQ(run_eval(o, r).code(), Status::Code::invalid_argument);
+}
+
+// Writers on a full disk (a small tmpfs; CI runs as root): the failure is an error with a message, never
+// "results: ..." over empty files, and a dataset is left marked incomplete.
+class FullDisk : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = temp_dir("full");
+    if (mount("tmpfs", dir_.c_str(), "tmpfs", 0, "size=96k") != 0) GTEST_SKIP() << "cannot mount a tmpfs (needs root): " << std::strerror(errno);
+    mounted_ = true;
+  }
+  void TearDown() override {
+    if (mounted_) umount(dir_.c_str());
+  }
+  std::string dir_;
+  bool mounted_ = false;
+};
+
+TEST_F(FullDisk, SweepFailsLoudly) {
+  write_file(dir_ + "/filler", std::string(90 * 1024, 'x'));
+  SweepResult r;
+  const Status st = run_sweep(tiny_sweep(dir_ + "/out"), r);
+  EXPECT_EQ(st.code(), Status::Code::io_error) << st.message();
+}
+
+TEST_F(FullDisk, DatasetFailsAndStaysMarkedIncomplete) {
+  datasets::GeneratorOptions o;
+  o.root = dir_ + "/ds";
+  o.classes = 2;
+  o.images_per_class = 40;  // ~1.5 MB: cannot fit
+  datasets::GeneratorReport rep;
+  const Status st = datasets::generate_dataset(o, rep);
+  EXPECT_EQ(st.code(), Status::Code::io_error) << st.message();
+  EXPECT_TRUE(std::filesystem::exists(o.root + "/.stalldx-incomplete"));
+  EXPECT_FALSE(std::filesystem::exists(o.root + "/manifest.tsv"));
 }
 
 TEST(ChildProcess, ExitCodesPassAndAStopSignalsTheChild) {

@@ -132,6 +132,38 @@ TEST(TraceIo, CorpusOfBadTracesNeverCrashes) {
   }
 }
 
+TEST(TraceIo, EventsWhollyBeforeTheOriginAreSkippedAndCounted) {
+  Trace t = sample_trace();
+  const std::int64_t o = t.meta.origin_ns;
+  t.ranges.push_back({o - 9000, o - 8000, 1, 0, Role::decode, -1, 1, 18, -1, -1, 0});
+  t.counters.push_back({o - 1, 0, 1.0});
+  std::ostringstream out;
+  ASSERT_TRUE(write_trace_json(t, out).is_ok());
+  Trace back;
+  ASSERT_TRUE(read_trace_json(out.str(), back).is_ok());
+  EXPECT_EQ(back.meta.skipped_events, 2u);
+  EXPECT_EQ(back.ranges.size(), t.ranges.size() - 1);
+}
+
+TEST(TraceIo, GzipTracesAreReadAndOtherFormatsNamed) {
+  const std::string dir = stalldx::testing::temp_dir("gz");
+  ASSERT_TRUE(write_trace_file(sample_trace(), dir + "/t.json").is_ok());
+  ASSERT_EQ(std::system(("gzip -k " + dir + "/t.json").c_str()), 0);
+  Trace back;
+  const Status st = read_trace_file(dir + "/t.json.gz", back);
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  EXPECT_TRUE(back == sample_trace());
+  const std::string gz = stalldx::testing::read_file(dir + "/t.json.gz");
+  stalldx::testing::write_file(dir + "/cut.json.gz", gz.substr(0, gz.size() / 2));
+  EXPECT_FALSE(read_trace_file(dir + "/cut.json.gz", back).is_ok());
+  stalldx::testing::write_file(dir + "/kineto.json", R"({"schemaVersion": 1, "deviceProperties": [], "traceEvents": []})");
+  const Status k = read_trace_file(dir + "/kineto.json", back);
+  EXPECT_EQ(k.code(), Status::Code::invalid_argument);
+  EXPECT_NE(k.message().find("Kineto"), std::string::npos) << k.message();
+  stalldx::testing::write_file(dir + "/other.json", R"({"traceEvents": [{"ph": "X", "ts": 1, "dur": 2, "name": "x"}]})");
+  EXPECT_NE(read_trace_file(dir + "/other.json", back).message().find("another tool"), std::string::npos);
+}
+
 TEST(TraceIo, WriteToUnwritablePathFails) {
   EXPECT_FALSE(write_trace_file(sample_trace(), "/nonexistent-dir/trace.json").is_ok());
   const std::string dir = stalldx::testing::temp_dir("trace");

@@ -2,7 +2,11 @@
 // parser whose errors carry the byte position). Every failure is a parse_error Status, never a throw.
 #include <fmt/format.h>
 
+#include <zlib.h>
+
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -64,6 +68,7 @@ void read_meta(const json& m, Trace& t) {
   meta.dropped_counters = static_cast<std::uint64_t>(get_int(d, "counters", 0));
   meta.dropped_device = static_cast<std::uint64_t>(get_int(d, "device", 0));
   meta.unmatched_device = static_cast<std::uint64_t>(get_int(m, "unmatched_device", 0));
+  meta.skipped_events = static_cast<std::uint64_t>(get_int(m, "skipped_events", 0));
   meta.interrupted = m.at("interrupted").get<bool>();
   meta.steps_completed = get_int(m, "steps_completed", -1);
   for (const auto& [k, v] : m.at("config").items()) meta.config[k] = v.get<std::string>();
@@ -90,6 +95,12 @@ void read_event(const json& ev, Trace& t) {
   if (!ev.is_object()) throw BadTrace{"event is not an object"};
   const std::string& ph = get_str(ev, "ph");
   const std::int64_t origin = t.meta.origin_ns;
+  // Wholly before the trace's origin (a session records nothing that ended before it began): not usable,
+  // counted. A range that began earlier and ends after the origin is fine.
+  if ((ph == "X" && get_us(ev, "ts") + (ev.contains("dur") ? get_us(ev, "dur") : 0) < 0) || (ph == "C" && get_us(ev, "ts") < 0)) {
+    t.meta.skipped_events++;
+    return;
+  }
   if (ph == "X") {
     const json& args = ev.at("args");
     const std::string& kind = get_str(args, "kind");
@@ -149,7 +160,43 @@ void read_event(const json& ev, Trace& t) {
   }
   // "M" (lane names) and "s"/"f" (flows) are derived from the records; nothing to load.
 }
+// Names what the document is when it is not a stalldx trace, so the message says what was found.
+Status require_stalldx_format(const json& doc) {
+  auto m = doc.find("metadata");
+  if (m != doc.end() && m->is_object() && m->contains("stalldx_version")) return Status::ok();
+  const bool chrome = doc.contains("traceEvents");
+  if (chrome && (doc.contains("schemaVersion") || doc.contains("deviceProperties") || doc.contains("baseTimeNanoseconds") ||
+                 doc.contains("distributedInfo")))
+    return Status::invalid(
+        "this is a torch.profiler (Kineto) trace, not a stalldx trace: its reader is not part of this stalldx yet; "
+        "record the program with `stalldx record` or the stalldx profiler instead");
+  if (chrome) return Status::invalid("this is a Chrome trace from another tool (no stalldx metadata): stalldx reads its own traces");
+  return Status::parse("not a stalldx trace: no 'metadata.stalldx_version' and no 'traceEvents'");
+}
 }  // namespace
+
+Status read_text_file(const std::string& path, std::string& out) {
+  out.clear();
+  gzFile f = gzopen(path.c_str(), "rb");  // reads plain files as they are, gzip (.gz) files decompressed
+  if (f == nullptr) return Status::io(fmt::format("cannot open trace '{}': {}", path, std::strerror(errno)));
+  gzbuffer(f, 1u << 20);
+  std::string chunk(1u << 20, '\0');
+  for (;;) {
+    const int n = gzread(f, chunk.data(), static_cast<unsigned>(chunk.size()));
+    if (n < 0) {
+      int err = 0;
+      const std::string why = gzerror(f, &err);
+      gzclose(f);
+      return Status::io(fmt::format("cannot read trace '{}': {}", path, why));
+    }
+    if (n == 0) break;
+    out.append(chunk.data(), static_cast<std::size_t>(n));
+  }
+  const int rc = gzclose(f);
+  if (rc == Z_BUF_ERROR) return Status::parse(fmt::format("trace '{}' is a truncated gzip file", path));
+  if (rc != Z_OK) return Status::io(fmt::format("cannot read trace '{}' (zlib error {})", path, rc));
+  return Status::ok();
+}
 
 Status read_trace_json(const std::string& text, Trace& out) {
   out = Trace{};
@@ -162,6 +209,7 @@ Status read_trace_json(const std::string& text, Trace& out) {
     return Status::parse(fmt::format("malformed trace JSON (byte offset unknown, {} bytes): {}", text.size(), e.what()));
   }
   if (!doc.is_object()) return Status::parse("malformed trace: the top level is not a JSON object");
+  if (Status st = require_stalldx_format(doc); !st.is_ok()) return st;
   std::size_t index = 0;
   try {
     auto m = doc.find("metadata");
@@ -184,12 +232,9 @@ Status read_trace_json(const std::string& text, Trace& out) {
 }
 
 Status read_trace_file(const std::string& path, Trace& out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::io(fmt::format("cannot open trace '{}'", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return Status::io(fmt::format("cannot read trace '{}'", path));
-  Status st = read_trace_json(ss.str(), out);
+  std::string text;
+  if (Status st = read_text_file(path, text); !st.is_ok()) return st;
+  Status st = read_trace_json(text, out);
   if (!st.is_ok()) return Status::parse(fmt::format("{}: {}", path, st.message()));
   return st;
 }

@@ -172,10 +172,10 @@ Status write_trace_json(const Trace& t, std::ostream& os) {
   append_escaped(w.buf, m.device);
   fmt::format_to(std::back_inserter(w.buf),
                  ",\"origin_ns\":{},\"collectors\":{{\"host\":{},\"cpu_time\":{},\"nvtx\":{},\"cupti\":{}}},"
-                 "\"dropped\":{{\"host\":{},\"counters\":{},\"device\":{}}},\"unmatched_device\":{},"
+                 "\"dropped\":{{\"host\":{},\"counters\":{},\"device\":{}}},\"unmatched_device\":{},\"skipped_events\":{},"
                  "\"interrupted\":{},\"steps_completed\":{},\"config\":{{",
                  m.origin_ns, m.host, m.cpu_time, m.nvtx, m.cupti, m.dropped_host, m.dropped_counters, m.dropped_device,
-                 m.unmatched_device, m.interrupted, m.steps_completed);
+                 m.unmatched_device, m.skipped_events, m.interrupted, m.steps_completed);
   bool first = true;
   for (const auto& [k, v] : m.config) {
     if (!first) w.buf += ",";

@@ -16,6 +16,10 @@ Status write_trace_json(const Trace& trace, std::ostream& out);
 Status write_trace_file(const Trace& trace, const std::string& path);
 // On malformed input: a parse_error Status naming the byte offset and what was expected.
 Status read_trace_json(const std::string& text, Trace& out);
+// Reads plain or gzip-compressed files (torch.profiler writes .json.gz). A file that is not a stalldx
+// trace (a Kineto trace, another tool's Chrome trace) is refused with a message naming what it is.
 Status read_trace_file(const std::string& path, Trace& out);
+// A whole file as text, gunzipped when it is gzip.
+Status read_text_file(const std::string& path, std::string& out);
 
 }  // namespace stalldx

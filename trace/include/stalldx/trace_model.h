@@ -73,6 +73,7 @@ struct TraceMeta {
   std::int64_t origin_ns = 0;                  // file timestamps are relative to this
   std::uint64_t dropped_host = 0, dropped_counters = 0, dropped_device = 0;
   std::uint64_t unmatched_device = 0;          // device records with no step
+  std::uint64_t skipped_events = 0;            // events a reader could not use (e.g. before the origin)
   bool interrupted = false;
   std::int64_t steps_completed = -1;
   bool operator==(const TraceMeta&) const = default;

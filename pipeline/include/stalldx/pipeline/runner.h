@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -43,8 +44,15 @@ struct RunResult {
 // Checks everything that can be checked before work starts (sizes, counts, dataset) — exit code 2 material.
 Status validate(const RunConfig& config);
 
-// Runs. `stop` (may be null) is polled every step; when it becomes true the run ends early and the
-// result says interrupted. Errors only for what prevents a run (no dataset, no memory, CUDA failure).
-Status run_pipeline(const RunConfig& config, RunResult& result, const std::atomic<bool>* stop = nullptr);
+// Where a run is, for a progress line: called on the consumer thread when the first step begins and
+// when steady state begins (after the warm-up has drained). Must be quick.
+enum class RunPhase { started, steady };
+using PhaseCallback = std::function<void(RunPhase)>;
+
+// Runs. `stop` (may be null) is watched by every wait of the run (the consumer's, the storage knobs',
+// the stand-in's); when it becomes true the run ends within ~20 ms plus one device step and the result
+// says interrupted. Errors only for what prevents a run (no dataset, no memory, CUDA failure).
+Status run_pipeline(const RunConfig& config, RunResult& result, const std::atomic<bool>* stop = nullptr,
+                    const PhaseCallback& on_phase = {});
 
 }  // namespace stalldx::pipeline

@@ -1,0 +1,35 @@
+// Test helper: the stalldx binary (or any program) as a child whose stderr the test reads line by line,
+// so a test waits for a readiness line — never a fixed sleep — before it sends a signal.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace stalldx::testing {
+
+class Spawned {
+ public:
+  // argv[0] is the program; stdout goes to `stdout_path` ("" = /dev/null); stderr is piped to the test.
+  Spawned(const std::vector<std::string>& argv, const std::string& stdout_path = "");
+  ~Spawned();  // kills the child if it is still running
+  Spawned(const Spawned&) = delete;
+  Spawned& operator=(const Spawned&) = delete;
+
+  // Reads stderr until a line containing `needle` (true), or EOF / `timeout` (false). Everything read
+  // so far is in stderr_text().
+  bool wait_for_line(const std::string& needle, std::chrono::seconds timeout = std::chrono::seconds(120));
+  void signal(int sig);
+  // Waits for the exit; returns the exit code (128 + signal when killed by one; -1 on timeout) and the
+  // seconds from the last signal() (or from the start) to the exit.
+  int wait_exit(double& seconds_after_signal, std::chrono::seconds timeout = std::chrono::seconds(120));
+  const std::string& stderr_text() const { return err_; }
+
+ private:
+  int pid_ = -1, err_fd_ = -1;
+  std::string err_, pending_;
+  std::chrono::steady_clock::time_point signalled_;
+  bool reaped_ = false;
+};
+
+}  // namespace stalldx::testing
