@@ -58,6 +58,7 @@ struct Producer::Impl {
                    slot->data + u * sample_bytes(config)};
       bool failed = false;
       const std::uint32_t got = loader.load(t, failed);
+      if (got != t.index) slot->not_own.fetch_add(1, std::memory_order_relaxed);  // rare: a bad file
       if (got != UINT32_MAX) {
         slot->indices[u] = got;
         slot->labels[u] = index.samples[got].label;
@@ -85,6 +86,7 @@ struct Producer::Impl {
       BatchSlot* slot = pool.acquire_free();
       if (slot == nullptr) break;
       slot->batch = next_batch++;
+      slot->not_own.store(0, std::memory_order_relaxed);
       const std::uint64_t first = sampler.next_batch(config.batch, slot->indices);
       slot->labels.resize(slot->indices.size());
       for (std::size_t i = 0; i < slot->indices.size(); ++i) slot->labels[i] = index.samples[slot->indices[i]].label;

@@ -128,6 +128,7 @@ Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<
         r.failed_bad_sample = producer.failed();
         break;
       }
+      r.bad_images_consumed += static_cast<std::uint64_t>(slot->not_own.load(std::memory_order_relaxed));  // mark_ready published it
       const std::uint64_t sum = c.verify ? host_checksum(slot->data, slot->bytes) : 0;
       if (c.verify) r.batch_checksums.push_back(sum);
       std::function<void()> fence;
@@ -166,12 +167,13 @@ Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<
   if (!failure.is_ok()) return failure;
   // Substituted images past the threshold: the run did not measure the dataset it was given.
   const std::uint64_t consumed = static_cast<std::uint64_t>(r.steps_completed) * static_cast<std::uint64_t>(c.batch);
-  if (consumed > 0 && static_cast<double>(r.bad.images()) > c.max_bad_fraction * static_cast<double>(consumed))
+  if (consumed > 0 && static_cast<double>(r.bad_images_consumed) > c.max_bad_fraction * static_cast<double>(consumed))
     return Status::invalid(fmt::format(
-        "{} of the {} images loaded ({:.0f}%) were not from their own file ({} substituted, {} left zero; {} bad files, {} bad reads): "
-        "over --max-bad-fraction {}. First: {}",
-        r.bad.images(), consumed, 100.0 * static_cast<double>(r.bad.images()) / static_cast<double>(consumed), r.bad.substituted,
-        r.bad.unfilled, r.bad.files, r.bad.attempts, c.max_bad_fraction, r.bad.first.empty() ? "?" : r.bad.first.front()));
+        "{} of the {} images consumed ({:.0f}%) were not from their own file — over --max-bad-fraction {} (all loaded: {} substituted, "
+        "{} left zero; {} bad files met {} times). First: {}",
+        r.bad_images_consumed, consumed, 100.0 * static_cast<double>(r.bad_images_consumed) / static_cast<double>(consumed),
+        c.max_bad_fraction, r.bad.substituted, r.bad.unfilled, r.bad.files, r.bad.attempts,
+        r.bad.first.empty() ? "?" : r.bad.first.front()));
   if (r.failed_bad_sample)
     return Status::invalid(fmt::format("a bad sample stopped the run (--on-bad-sample fail): {}",
                                        r.bad.first.empty() ? "?" : r.bad.first.front()));

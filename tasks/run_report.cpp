@@ -36,8 +36,9 @@ std::string run_report_text(const RunResult& r) {
     for (double ms : r.warmup_step_ms) fmt::format_to(o, " {:.1f}", ms);
     fmt::format_to(o, " ms (not steady state)\n");
   }
-  fmt::format_to(o, "  bad     {} images not from their own file ({} substituted, {} left zero) | {} bad files met {} times",
-                 r.bad.images(), r.bad.substituted, r.bad.unfilled, r.bad.files, r.bad.attempts);
+  fmt::format_to(o, "  bad     {} of {} images consumed not from their own file | all loaded: {} substituted, {} left zero | {} bad files met {} times",
+                 r.bad_images_consumed, r.images + r.warmup_step_ms.size() * static_cast<std::uint64_t>(c.batch), r.bad.substituted,
+                 r.bad.unfilled, r.bad.files, r.bad.attempts);
   for (const auto& [k, n] : r.bad.by_kind) fmt::format_to(o, " | {} {}", k, n);
   fmt::format_to(o, "\n");
   for (const std::string& b : r.bad.first) fmt::format_to(o, "          {}\n", b);
@@ -81,7 +82,7 @@ nlohmann::json run_report_json(const RunResult& r) {
   j["step_ms"] = {{"p50", r.step_p50}, {"p95", r.step_p95}, {"max", r.step_max}, {"all", r.step_ms}};
   j["wait_ms"] = {{"mean", r.wait_mean}, {"p50", r.wait_p50}, {"p95", r.wait_p95}, {"max", r.wait_max}, {"all", r.wait_ms}};
   j["warmup_step_ms"] = r.warmup_step_ms;
-  j["bad_samples"] = {{"images", r.bad.images()}, {"substituted", r.bad.substituted}, {"unfilled", r.bad.unfilled},
+  j["bad_samples"] = {{"images_consumed", r.bad_images_consumed}, {"images", r.bad.images()}, {"substituted", r.bad.substituted}, {"unfilled", r.bad.unfilled},
                       {"files", r.bad.files},   {"attempts", r.bad.attempts},       {"by_kind", r.bad.by_kind},
                       {"first", r.bad.first}};
   return j;

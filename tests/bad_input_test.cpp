@@ -293,7 +293,8 @@ TEST(BadInputCorpus, PipelineOverTheCorpusCountsEveryBadFile) {
   c.step_ms = 0;
   c.max_bad_fraction = 1;
   RunResult r;
-  ASSERT_TRUE(run_pipeline(c, r).is_ok());
+  const Status st = run_pipeline(c, r);
+  ASSERT_TRUE(st.is_ok()) << st.message();
   EXPECT_EQ(r.images, 12u);
   EXPECT_GE(r.bad.attempts, 9u);  // 9 bad files indexed; a prefetched second pass may meet a few again
   EXPECT_EQ(r.bad.unfilled, 0u);

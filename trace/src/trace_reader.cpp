@@ -234,9 +234,7 @@ Status read_trace_json(const std::string& text, Trace& out) {
 Status read_trace_file(const std::string& path, Trace& out) {
   std::string text;
   if (Status st = read_text_file(path, text); !st.is_ok()) return st;
-  Status st = read_trace_json(text, out);
-  if (!st.is_ok()) return Status::parse(fmt::format("{}: {}", path, st.message()));
-  return st;
+  return read_trace_json(text, out).prefixed(path);
 }
 
 }  // namespace stalldx

@@ -22,6 +22,8 @@ class Status {
   explicit operator bool() const { return is_ok(); }
   Code code() const { return code_; }
   const std::string& message() const { return msg_; }
+  // The same error, its message prefixed ("file.json: ..."); OK stays OK.
+  Status prefixed(const std::string& prefix) const { return is_ok() ? Status{} : Status{code_, prefix + ": " + msg_}; }
 
  private:
   Status(Code c, std::string m) : code_(c), msg_(std::move(m)) {}

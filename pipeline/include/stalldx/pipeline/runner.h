@@ -34,7 +34,8 @@ struct RunResult {
   double step_p50 = 0, step_p95 = 0, step_max = 0;
   double wait_mean = 0, wait_p50 = 0, wait_p95 = 0, wait_max = 0;
   std::vector<std::uint64_t> batch_checksums;  // host checksum per step (--verify)
-  BadSampleReport bad;
+  BadSampleReport bad;               // over every sample the producer loaded (prefetched ones too)
+  std::uint64_t bad_images_consumed = 0;  // images of the consumed batches not from their own file
   std::uint64_t dataset_size = 0;
   std::vector<std::string> index_warnings;
   Trace trace;                       // filled when config.profile

@@ -34,6 +34,7 @@ struct BatchSlot {
   std::int64_t batch = -1;           // batch id this slot currently holds
   std::vector<std::uint32_t> indices;  // dataset index per sample (after bad-sample substitution)
   std::vector<std::int32_t> labels;
+  std::atomic<int> not_own{0};       // samples not from their own file (substituted or zero); bad path only
 };
 
 class BatchPool {
