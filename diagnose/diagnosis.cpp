@@ -14,58 +14,40 @@
 
 namespace stalldx::diagnose {
 
-const char* class_name(StallClass c) {
-  switch (c) {
-    case StallClass::retrieval: return "retrieval";
-    case StallClass::decoding: return "decoding";
-    case StallClass::submission: return "submission";
-    case StallClass::unattributed: return "unattributed";
-  }
-  return "?";
-}
-
-std::string verdict_name(Verdict v, bool standin) {
-  switch (v) {
-    case Verdict::retrieval: return "retrieval";
-    case Verdict::decoding: return "decoding";
-    case Verdict::submission: return "submission";
-    case Verdict::device_bound: return standin ? "consumer-bound" : "device-bound";
-    case Verdict::mixed: return "mixed";
-    case Verdict::unattributed: return "unattributed";
-    case Verdict::no_device_records: return "no-device-records";
-  }
-  return "?";
-}
-
 namespace {
 
-// Names the submission cause of a runtime call from its API name and the device work it launched.
-std::string call_cause(const TraceIndex& ix, const RuntimeCall& c, int copies_in_step) {
+// The submission cause of a runtime call, from its API name (a record's name, as CUPTI reports it) and
+// the device work it launched.
+Cause call_cause(const TraceIndex& ix, const RuntimeCall& c, int copies_in_step) {
   const std::string& n = ix.trace.name(c.name);
-  if (n.find("Synchronize") != std::string::npos || n.find("EventQuery") != std::string::npos)
-    return fmt::format("synchronization inside the step ({})", n);
+  if (n.find("Synchronize") != std::string::npos || n.find("EventQuery") != std::string::npos) return Cause::synchronization;
   if (n.find("HostRegister") != std::string::npos || n.find("HostUnregister") != std::string::npos ||
       n.find("HostAlloc") != std::string::npos || n.find("MallocHost") != std::string::npos ||
       n.find("FreeHost") != std::string::npos || n == "cudaMalloc" || n == "cudaFree")
-    return fmt::format("host allocation/pinning inside the step ({})", n);
+    return Cause::host_allocation;
+  if (is_launch(n)) return Cause::launch_rate;
   if (auto it = ix.activities_by_corr.find(c.correlation); it != ix.activities_by_corr.end())
     for (std::size_t i : it->second) {
       const DeviceActivity& a = ix.trace.activities[i];
-      if (is_memcpy(a.kind) && a.host_mem == MemKind::pageable) return fmt::format("pageable copy ({})", n);
-      if (is_memcpy(a.kind) && copies_in_step > 1)
-        return fmt::format("per-sample copies ({} copies in this step, {})", copies_in_step, n);
+      if (is_memcpy(a.kind) && a.host_mem == MemKind::pageable) return Cause::pageable_copy;
+      if (is_memcpy(a.kind) && copies_in_step > 1) return Cause::per_sample_copies;
     }
-  return fmt::format("CUDA runtime call ({})", n);
+  return Cause::other_cuda_call;
 }
 
 struct StepAccumulator {
   std::array<double, kClassCount> cls{};
-  std::map<std::string, double> causes;     // cause text -> idle ms
+  std::map<std::pair<Cause, std::string>, double> causes;  // (cause, what) -> idle ms
   std::vector<std::string> records;
   const HostRange* holds_both = nullptr;    // a range that covered idle time and also submitted a copy
   InputSplit last_split;
   bool any_split = false;
   int copies_in_step = 0;
+  int launches_in_step = 0;
+  void add(Cause c, const std::string& what, double ms_idle) {
+    cls[static_cast<int>(cause_class(c))] += ms_idle;
+    causes[{c, what}] += ms_idle;
+  }
 };
 
 bool submits_copy(const TraceIndex& ix, const HostRange& r) {
@@ -85,15 +67,14 @@ void attribute(const TraceIndex& ix, Interval gap, std::size_t& seg_cursor, Step
   const auto nranges = static_cast<std::int32_t>(ix.consumer_ranges.size());
   for (std::size_t i = seg_cursor; i < segs.size() && segs[i].begin < gap.end; ++i) {
     const std::int64_t b = std::max(segs[i].begin, gap.begin), e = std::min(segs[i].end, gap.end);
-    if (b > t) { acc.cls[3] += ms(b - t); acc.causes["consumer outside any range"] += ms(b - t); }
+    if (b > t) acc.add(Cause::outside_ranges, "", ms(b - t));
     t = std::max(t, e);
     const double d = ms(e - b);
     if (d <= 0) continue;
     const std::int32_t owner = segs[i].owner;
     if (owner >= nranges) {
       const RuntimeCall& c = *ix.consumer_calls[static_cast<std::size_t>(owner - nranges)];
-      acc.cls[static_cast<int>(StallClass::submission)] += d;
-      acc.causes[call_cause(ix, c, acc.copies_in_step)] += d;
+      acc.add(call_cause(ix, c, acc.copies_in_step), ix.trace.name(c.name), d);
       if (acc.records.size() < 6) acc.records.push_back(fmt::format("{} correlation {}", ix.trace.name(c.name), c.correlation));
       continue;
     }
@@ -102,13 +83,14 @@ void attribute(const TraceIndex& ix, Interval gap, std::size_t& seg_cursor, Step
       case Role::wait_batch: {
         const InputSplit s = split_wait(ix, r);
         if (!s.known) {
-          acc.cls[3] += d;
-          acc.causes[fmt::format("wait_batch with no producer records for batch {}", r.batch)] += d;
+          acc.add(Cause::input_unsplit, fmt::format("batch {}", r.batch), d);
           break;
         }
-        acc.cls[static_cast<int>(StallClass::retrieval)] += d * s.retrieval_fraction;
-        acc.cls[static_cast<int>(StallClass::decoding)] += d * (1 - s.retrieval_fraction);
-        acc.causes[fmt::format("waiting for batch {}", r.batch)] += d;
+        const bool waiting = s.read_cpu_ratio >= 0 && s.read_cpu_ratio < ix.thresholds.waiting_cpu_ratio;
+        const bool starved = s.decode_cpu_ratio >= 0 && s.decode_cpu_ratio < ix.thresholds.contention_cpu_ratio;
+        const std::string what = fmt::format("batch {}", r.batch);
+        if (s.retrieval_fraction > 0) acc.add(waiting ? Cause::storage_wait : Cause::storage_read, what, d * s.retrieval_fraction);
+        if (s.retrieval_fraction < 1) acc.add(starved ? Cause::decode_starved : Cause::decode_cpu_bound, what, d * (1 - s.retrieval_fraction));
         acc.last_split = s;
         acc.any_split = true;
         if (acc.records.size() < 6)
@@ -117,21 +99,20 @@ void attribute(const TraceIndex& ix, Interval gap, std::size_t& seg_cursor, Step
         break;
       }
       case Role::submit:
-        acc.cls[static_cast<int>(StallClass::submission)] += d;
-        acc.causes[fmt::format("host submission work in '{}'", ix.trace.name(r.name))] += d;
+        // Between launch calls of a step that launches many kernels: the host's own per-launch work.
+        acc.add(acc.launches_in_step >= ix.thresholds.launch_bound_launches ? Cause::launch_rate : Cause::submit_work,
+                ix.trace.name(r.name), d);
         break;
       case Role::sync:
-        acc.cls[static_cast<int>(StallClass::submission)] += d;
-        acc.causes[fmt::format("synchronization in '{}'", ix.trace.name(r.name))] += d;
+        acc.add(Cause::synchronization, ix.trace.name(r.name), d);
         break;
       default:
-        acc.cls[3] += d;
-        acc.causes[fmt::format("inside '{}' ({})", ix.trace.name(r.name), role_name(r.role))] += d;
+        acc.add(Cause::unmapped_range, fmt::format("'{}' ({})", ix.trace.name(r.name), role_name(r.role)), d);
         if (r.role != Role::step && !acc.holds_both && submits_copy(ix, r)) acc.holds_both = &r;
         break;
     }
   }
-  if (t < gap.end) { acc.cls[3] += ms(gap.end - t); acc.causes["consumer outside any range"] += ms(gap.end - t); }
+  if (t < gap.end) acc.add(Cause::outside_ranges, "", ms(gap.end - t));
 }
 
 void decide(const Thresholds& th, const Coverage& cov, StepAccumulator& acc, StepDiagnosis& sd) {
@@ -147,8 +128,18 @@ void decide(const Thresholds& th, const Coverage& cov, StepAccumulator& acc, Ste
     sd.verdict = sd.top == StallClass::unattributed ? Verdict::unattributed : static_cast<Verdict>(order[0]);
   else sd.verdict = Verdict::mixed;
 
+  // Typed causes, merged over their `what`, largest first; the text lines keep the record names.
+  std::map<Cause, CauseShare> merged;
   std::vector<std::pair<double, std::string>> causes;
-  for (auto& [k, v] : acc.causes) causes.emplace_back(v, k);
+  for (auto& [k, v] : acc.causes) {
+    CauseShare& m = merged[k.first];
+    m.cause = k.first;
+    m.ms += v;
+    if (m.what.empty()) m.what = k.second;
+    causes.emplace_back(v, k.second.empty() ? cause_name(k.first) : fmt::format("{} ({})", cause_name(k.first), k.second));
+  }
+  for (auto& [c, share] : merged) sd.causes.push_back(share);
+  std::sort(sd.causes.begin(), sd.causes.end(), [](const CauseShare& a, const CauseShare& b) { return a.ms > b.ms; });
   std::sort(causes.rbegin(), causes.rend());
   for (auto& [v, k] : causes) sd.details.push_back(fmt::format("{:.3f} ms idle: {}", v, k));
   for (auto& r : acc.records) sd.details.push_back("record: " + r);
@@ -185,7 +176,13 @@ void decide(const Thresholds& th, const Coverage& cov, StepAccumulator& acc, Ste
       else sd.next_question = "decoding is CPU-bound: more workers, DCT-scaled / region decode, or a cheaper transform";
       break;
     case Verdict::submission:
-      sd.next_question = causes.empty() ? "which CUDA call blocks?" : fmt::format("why does '{}' block the consumer?", causes[0].second);
+      if (!sd.causes.empty() && sd.causes.front().cause == Cause::launch_rate)
+        sd.next_question = fmt::format(
+            "the host launched {} kernels at {:.1f} µs each while each ran {:.1f} µs on the device: capture the step in a CUDA Graph, "
+            "fuse into fewer, larger kernels, or give the launching thread a core of its own",
+            sd.launch.launches, sd.launch.host_us_per_launch, sd.launch.device_us_per_kernel);
+      else
+        sd.next_question = causes.empty() ? "which CUDA call blocks?" : fmt::format("why does '{}' block the consumer?", causes[0].second);
       break;
     case Verdict::mixed:
       sd.next_question = fmt::format("two causes share this stall: look at {} and {} separately", class_name(sd.top), class_name(sd.second));
@@ -290,6 +287,20 @@ Report diagnose(const Trace& t, const Thresholds& th) {
     if (auto it = step_acts.find(sr->step); it != step_acts.end())
       for (std::size_t i : it->second) acc.copies_in_step += is_memcpy(t.activities[i].kind) ? 1 : 0;
     sd.copies = acc.copies_in_step;
+    if (auto it = ix.launches_by_step.find(sr->step); it != ix.launches_by_step.end()) {
+      acc.launches_in_step = it->second.count;
+      sd.launch.launches = it->second.count;
+      sd.launch.host_us_per_launch = static_cast<double>(it->second.host_ns) / 1e3 / it->second.count;
+      int kernels = 0;
+      std::int64_t kernel_ns = 0;
+      if (auto a = step_acts.find(sr->step); a != step_acts.end())
+        for (std::size_t i : a->second)
+          if (t.activities[i].kind == ActivityKind::kernel) {
+            ++kernels;
+            kernel_ns += t.activities[i].end_ns - t.activities[i].begin_ns;
+          }
+      if (kernels > 0) sd.launch.device_us_per_kernel = static_cast<double>(kernel_ns) / 1e3 / kernels;
+    }
     idle.clear();
     Interval window;
     if (cov.device_records) {
@@ -311,10 +322,10 @@ Report diagnose(const Trace& t, const Thresholds& th) {
     for (const Interval& g : idle) attribute(ix, g, seg_cursor, acc);
     if (!cov.device_records) {
       // Only the consumer's waits count as stall; the rest of the step is its own work.
-      acc.cls[3] = 0;
-      acc.causes.erase("consumer outside any range");
       for (auto it = acc.causes.begin(); it != acc.causes.end();)
-        it = it->first.rfind("inside '", 0) == 0 ? acc.causes.erase(it) : std::next(it);
+        it = it->first.first == Cause::outside_ranges || it->first.first == Cause::unmapped_range ? acc.causes.erase(it) : std::next(it);
+      acc.cls = {};
+      for (const auto& [k, v] : acc.causes) acc.cls[static_cast<int>(cause_class(k.first))] += v;
       seg_cursor = 0;
     }
     sd.stall_ms = acc.cls[0] + acc.cls[1] + acc.cls[2] + acc.cls[3];
@@ -330,7 +341,7 @@ Report diagnose(const Trace& t, const Thresholds& th) {
     rep.steps.push_back(std::move(sd));
   }
   build_summaries(t, ix, rep);
-  build_run_summary(t, th, rep);
+  build_run_summary(t, ix, th, rep);
   return rep;
 }
 

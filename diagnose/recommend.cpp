@@ -1,4 +1,6 @@
-// Run summary over steady-state steps and the recommendations that follow from the evidence.
+// Run summary over steady-state steps and the advice that follows from it. Every rule switches on typed
+// causes, the recorded run config and the host's facts — never on text — and never proposes what the
+// config already has, nor more threads on a host whose threads were already starved of CPU.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,76 +11,154 @@
 namespace stalldx::diagnose {
 
 namespace {
-bool any_detail(const Report& rep, const char* needle) {
-  for (const StepDiagnosis& s : rep.steps)
-    if (!s.warmup)
-      for (const std::string& d : s.details)
-        if (d.find(needle) != std::string::npos) return true;
-  return false;
+double cause(const RunSummary& s, Cause c) { return s.cause_ms[static_cast<std::size_t>(c)]; }
+
+// Producers' cpu/wall over the steady-state batches (ranges with CPU time only); -1 when not sampled.
+void producer_ratios(const Trace& t, const TraceIndex& ix, RunSummary& sum) {
+  double r_cpu = 0, r_wall = 0, d_cpu = 0, d_wall = 0;
+  for (const auto& [batch, ranges] : ix.producer_by_batch) {
+    if (batch < ix.warmup) continue;
+    for (const HostRange* r : ranges) {
+      if (r->cpu_ns < 0) continue;
+      (r->role == Role::retrieval ? r_cpu : d_cpu) += static_cast<double>(r->cpu_ns);
+      (r->role == Role::retrieval ? r_wall : d_wall) += static_cast<double>(r->end_ns - r->begin_ns);
+    }
+  }
+  (void)t;
+  if (r_wall > 0) sum.read_cpu_ratio = r_cpu / r_wall;
+  if (d_wall > 0) sum.decode_cpu_ratio = d_cpu / d_wall;
 }
 }  // namespace
 
-void build_run_summary(const Trace& t, const Thresholds& th, Report& rep) {
+void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& th, Report& rep) {
   RunSummary& sum = rep.summary;
   std::map<std::string, int> counts;
+  int launch_steps = 0;
+  double launches = 0, host_us = 0, device_us = 0;
   for (const StepDiagnosis& s : rep.steps) {
     if (s.warmup) { sum.warmup_steps++; continue; }
     sum.steady_steps++;
     counts[verdict_name(s.verdict, rep.coverage.standin)]++;
-    for (int c = 0; c < kClassCount; ++c) sum.stall_ms[c] += s.class_ms[c];
+    for (int c = 0; c < kClassCount; ++c) sum.stall_ms[static_cast<std::size_t>(c)] += s.class_ms[static_cast<std::size_t>(c)];
+    for (const CauseShare& c : s.causes) sum.cause_ms[static_cast<std::size_t>(c.cause)] += c.ms;
     sum.steady_window_ms += s.window_ms;
     sum.steady_busy_ms += s.busy_ms;
     sum.steady_stall_ms += s.stall_ms;
+    if (s.launch.launches > 0) {
+      ++launch_steps;
+      launches += s.launch.launches;
+      host_us += s.launch.host_us_per_launch;
+      device_us += s.launch.device_us_per_kernel;
+    }
   }
+  if (launch_steps > 0) {
+    sum.launches_per_step = launches / launch_steps;
+    sum.host_us_per_launch = host_us / launch_steps;
+    sum.device_us_per_kernel = device_us / launch_steps;
+  }
+  producer_ratios(t, ix, sum);
   for (auto& kv : counts) sum.verdict_counts.push_back(kv);
   std::sort(sum.verdict_counts.begin(), sum.verdict_counts.end(), [](auto& a, auto& b) { return a.second > b.second; });
   sum.dominant = sum.verdict_counts.empty() ? "none" : sum.verdict_counts.front().first;
 
-  auto& rec = sum.recommendations;
+  auto& advice = sum.advice;
+  const auto say = [&](Advice kind, std::string text) { advice.push_back(Advised{kind, std::move(text)}); };
   const RecordedConfig recorded = recorded_config(t);
+  const auto known = [&](std::string_view f) { return recorded.known(f); };  // a recorded fact, not a default
+  const bool ours = known("workers");
   const RunConfig& cfg = recorded.config;
-  const std::string workers = recorded.present ? std::to_string(cfg.workers) : "?";
-  const std::string prefetch = recorded.present ? std::to_string(cfg.prefetch) : "?";
-  if (sum.steady_steps == 0) rec.push_back("no steady-state steps were recorded: run more steps than warm-up");
+  const HostFacts& host = t.meta.host_facts;
+  const int cores = host.usable_cpus > 0 ? host.usable_cpus : host.cpus;
+
+  if (sum.steady_steps == 0) say(Advice::record_longer, "no steady-state steps were recorded: run more steps than warm-up");
   else if (sum.steady_steps < th.short_capture_steps)
-    rec.push_back(fmt::format("this capture is too short to describe steady state ({} steady steps): record more steps", sum.steady_steps));
-  const double stall = sum.steady_stall_ms;
-  // A class is worth a recommendation when it holds a good share of a stall that matters (>= 2% of the
-  // steady-state window), not when it holds most of nothing.
-  const bool stall_matters = sum.steady_window_ms > 0 && stall >= 0.02 * sum.steady_window_ms;
-  const auto share = [&](StallClass c) { return stall_matters ? sum.stall_ms[static_cast<int>(c)] / stall : 0; };
+    say(Advice::record_longer, fmt::format("this capture is too short to describe steady state ({} steady steps): record more steps", sum.steady_steps));
   if (!rep.coverage.device_records) {
-    rec.push_back("collect device records (CUPTI) to judge stalls against the device's timeline");
+    say(Advice::collect_device_records, "collect device records (CUPTI) to judge stalls against the device's timeline");
     return;
   }
-  if (sum.dominant == "device-bound" || sum.dominant == "consumer-bound") {
-    rec.push_back(fmt::format("{}: the input pipeline keeps up ({:.1f}% of steady-state time idle); more workers or prefetch buy nothing",
-                              sum.dominant, sum.steady_window_ms > 0 ? 100 * stall / sum.steady_window_ms : 0));
-  }
+  const double stall = sum.steady_stall_ms;
+  // A class is worth advice when it holds a good share of a stall that matters (>= 2% of the steady
+  // window), not when it holds most of nothing.
+  const bool stall_matters = sum.steady_window_ms > 0 && stall >= 0.02 * sum.steady_window_ms;
+  const auto share = [&](StallClass c) { return stall_matters ? sum.stall_ms[static_cast<std::size_t>(c)] / stall : 0; };
+  if (sum.dominant == "device-bound" || sum.dominant == "consumer-bound")
+    say(Advice::input_keeps_up,
+        fmt::format("{}: the input pipeline keeps up ({:.1f}% of steady-state time idle); more workers or prefetch buy nothing", sum.dominant,
+                    sum.steady_window_ms > 0 ? 100 * stall / sum.steady_window_ms : 0));
+
   if (share(StallClass::retrieval) >= 0.3) {
-    rec.push_back(fmt::format("retrieval: {:.0f} ms of stall waiting on storage — faster storage, or more concurrent reads "
-                              "(workers {} now) when latency, not bandwidth, is the limit; prefetch ({} now) only absorbs spikes",
-                              sum.stall_ms[0], workers, prefetch));
+    if (known("read_bandwidth_mbps") && cfg.read_bandwidth_mbps > 0)
+      say(Advice::bandwidth_cap, fmt::format("retrieval: {:.0f} ms of stall under a {} MB/s read bandwidth cap — more workers share the same "
+                                             "bandwidth and buy nothing; only faster storage (or smaller files) helps",
+                                             sum.stall_ms[0], cfg.read_bandwidth_mbps));
+    else if (cause(sum, Cause::storage_wait) >= cause(sum, Cause::storage_read))
+      say(Advice::storage_latency,
+          fmt::format("retrieval: {:.0f} ms of stall with reads mostly off-CPU (cpu/wall {:.2f}): waiting on storage — more concurrent reads{} "
+                      "hide latency while the storage has bandwidth to spare; faster or local storage; prefetch ({}) only absorbs spikes",
+                      sum.stall_ms[0], sum.read_cpu_ratio, ours ? fmt::format(" (workers {} now)", cfg.workers) : "",
+                      ours ? std::to_string(cfg.prefetch) : "depth"));
+    else
+      say(Advice::storage_latency, fmt::format("retrieval: {:.0f} ms of stall reading files on CPU: compare read time per file with the step time",
+                                               sum.stall_ms[0]));
   }
+
   if (share(StallClass::decoding) >= 0.3) {
-    std::string r = fmt::format("decoding: {:.0f} ms of stall on CPU decode — more workers (now {})", sum.stall_ms[1], workers);
-    if (!cfg.dct_scaling) r += ", enable DCT-scaled decode";
-    if (!cfg.roi_decode) r += ", enable region-of-interest decode";
-    if (cfg.output != OutputFormat::uint8_nhwc) r += ", or uint8 output with normalization on the device";
-    rec.push_back(r);
+    const bool starved = cause(sum, Cause::decode_starved) > cause(sum, Cause::decode_cpu_bound) ||
+                         (sum.decode_cpu_ratio >= 0 && sum.decode_cpu_ratio < th.contention_cpu_ratio);
+    const bool full = ours && cores > 0 && cfg.workers + 1 >= cores;  // workers + the consumer already fill the cores
+    if (starved || full) {
+      say(Advice::oversubscribed,
+          fmt::format("decoding: {:.0f} ms of stall, and the decode threads {} — more workers would make it worse: keep workers + consumer "
+                      "under the {} usable cores{}{}",
+                      sum.stall_ms[1],
+                      starved ? fmt::format("ran only {:.0f}% of their wall time (starved of CPU)", 100 * std::max(0.0, sum.decode_cpu_ratio))
+                              : fmt::format("already fill the cores ({} workers + the consumer)", cfg.workers),
+                      cores > 0 ? std::to_string(cores) : "?", ours ? fmt::format(" (workers {} now)", cfg.workers) : "",
+                      host.load_1m_start > cores && cores > 0 ? fmt::format("; the host's load was {:.1f} on {} cores: other work competes", host.load_1m_start, cores) : ""));
+    } else {
+      say(Advice::more_workers, fmt::format("decoding: {:.0f} ms of stall on CPU-bound decode — more workers{}", sum.stall_ms[1],
+                                            ours ? fmt::format(" (now {}, {} usable cores)", cfg.workers, cores > 0 ? std::to_string(cores) : "?") : ""));
+    }
+    if (known("dct_scaling") && !cfg.dct_scaling) say(Advice::enable_dct_scaling, "decoding: enable DCT-scaled decode (--dct-scaling true)");
+    if (known("roi_decode") && !cfg.roi_decode) say(Advice::enable_roi_decode, "decoding: enable region-of-interest decode (--roi-decode true)");
+    if (known("output") && cfg.output != OutputFormat::uint8_nhwc)
+      say(Advice::uint8_output, "decoding: uint8 output with normalization on the device (--output uint8) cuts the host's per-pixel work");
   }
+
   if (share(StallClass::submission) >= 0.3) {
-    std::string r = fmt::format("submission: {:.0f} ms of stall in the host's CUDA calls", sum.stall_ms[2]);
-    if (any_detail(rep, "pageable")) r += " — pageable copies: allocate batch slots pinned (cudaHostAlloc) once";
-    if (any_detail(rep, "per-sample copies")) r += " — per-sample copies: one cudaMemcpyAsync per batch";
-    if (any_detail(rep, "allocation/pinning")) r += " — pinning or allocating inside the step: pin the slots once, up front";
-    if (any_detail(rep, "ynchroniz")) r += " — synchronization inside the step: let the in-flight limit pace the loop instead";
-    rec.push_back(r);
+    const double sub = sum.stall_ms[2];
+    const auto big = [&](Cause c) { return sub > 0 && cause(sum, c) >= 0.2 * sub; };
+    if (big(Cause::pageable_copy) && !(known("memory") && cfg.memory == MemoryKind::pinned && !cfg.pin_per_batch))
+      say(Advice::pinned_memory, fmt::format("submission: {:.0f} ms in pageable copies — allocate batch buffers pinned once{}", cause(sum, Cause::pageable_copy),
+                                             known("memory") ? " (--memory pinned)" : " (cudaHostAlloc, or pin_memory=True)"));
+    if (big(Cause::per_sample_copies) && !(known("copy") && cfg.copy == CopyStyle::batch))
+      say(Advice::batch_copies, fmt::format("submission: {:.0f} ms in per-sample copies — one cudaMemcpyAsync per batch{}", cause(sum, Cause::per_sample_copies),
+                                            known("copy") ? " (--copy batch)" : ""));
+    if (big(Cause::host_allocation) && !(known("pin_per_batch") && known("memory") && !cfg.pin_per_batch && cfg.memory == MemoryKind::pinned))
+      say(Advice::pin_once, fmt::format("submission: {:.0f} ms pinning/allocating inside the step — pin the buffers once, up front{}",
+                                        cause(sum, Cause::host_allocation), known("pin_per_batch") && cfg.pin_per_batch ? " (drop --pin-per-batch)" : ""));
+    if (big(Cause::synchronization) && !(known("sync_every_step") && !cfg.sync_every_step))
+      say(Advice::drop_step_sync, fmt::format("submission: {:.0f} ms synchronizing inside the step — drop the per-step sync and let the in-flight "
+                                              "limit pace the loop{}", cause(sum, Cause::synchronization), known("sync_every_step") ? " (drop --sync-every-step)" : ""));
+    if (big(Cause::launch_rate))
+      say(Advice::launch_rate,
+          fmt::format("submission: {:.0f} ms waiting on kernel launches ({:.0f} launches a step at {:.1f} µs of host time each, kernels {:.1f} µs on "
+                      "the device) — capture the step in a CUDA Graph, fuse into fewer, larger kernels{}, give the launching thread a core of its "
+                      "own{}",
+                      cause(sum, Cause::launch_rate), sum.launches_per_step, sum.host_us_per_launch, sum.device_us_per_kernel,
+                      known("step_kernels") ? fmt::format(" (--step-kernels {} now)", cfg.step_kernels) : "",
+                      ours && cores > 0 && cfg.workers + 1 >= cores ? fmt::format(" (workers {} + consumer fill the {} cores)", cfg.workers, cores) : ""));
   }
-  if (share(StallClass::unattributed) >= 0.3)
-    rec.push_back(fmt::format("{:.0f} ms of stall happened outside any wait/submit range: add ranges there before concluding",
-                              sum.stall_ms[3]));
-  if (rep.coverage.confidence != "high") rec.push_back("confidence " + rep.coverage.confidence);
+  if (share(StallClass::unattributed) >= 0.3) {
+    if (cause(sum, Cause::input_unsplit) >= 0.5 * sum.stall_ms[3])
+      say(Advice::split_wait, fmt::format("{:.0f} ms waiting for batches whose producers left no records: the wait cannot be split into "
+                                          "retrieval and decoding — annotate the workers' read and decode", cause(sum, Cause::input_unsplit)));
+    else
+      say(Advice::add_ranges, fmt::format("{:.0f} ms of stall happened outside any wait/submit range: add ranges there before concluding",
+                                          sum.stall_ms[3]));
+  }
+  if (rep.coverage.confidence != "high") say(Advice::low_confidence, "confidence " + rep.coverage.confidence);
 }
 
 }  // namespace stalldx::diagnose

@@ -14,6 +14,25 @@ nlohmann::json rows(const std::vector<SummaryRow>& v) {
 }
 }  // namespace
 
+namespace {
+std::vector<std::string> recommendation_texts(const RunSummary& sum) {
+  std::vector<std::string> out;
+  for (const Advised& a : sum.advice) out.push_back(a.text);
+  return out;
+}
+nlohmann::json step_causes(const StepDiagnosis& s) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const CauseShare& c : s.causes) j.push_back({{"cause", cause_name(c.cause)}, {"class", class_name(cause_class(c.cause))}, {"ms", c.ms}, {"what", c.what}});
+  return j;
+}
+nlohmann::json cause_json(const RunSummary& sum) {
+  nlohmann::json j = nlohmann::json::object();
+  for (int c = 0; c < kCauseCount; ++c)
+    if (sum.cause_ms[static_cast<std::size_t>(c)] > 0) j[cause_name(static_cast<Cause>(c))] = sum.cause_ms[static_cast<std::size_t>(c)];
+  return j;
+}
+}  // namespace
+
 std::string report_json(const Report& rep) {
   using nlohmann::json;
   const Coverage& c = rep.coverage;
@@ -32,7 +51,7 @@ std::string report_json(const Report& rep) {
                      {"top", class_name(s.top)}, {"second", class_name(s.second)},
                      {"class_ms", {{"retrieval", s.class_ms[0]}, {"decoding", s.class_ms[1]}, {"submission", s.class_ms[2]},
                                    {"unattributed", s.class_ms[3]}}},
-                     {"evidence", s.evidence}, {"details", s.details}, {"next_question", s.next_question},
+                     {"evidence", s.evidence}, {"causes", step_causes(s)}, {"details", s.details}, {"next_question", s.next_question},
                      {"device_records", s.device_records}, {"copies", s.copies}});
   }
   j["steps"] = steps;
@@ -44,7 +63,7 @@ std::string report_json(const Report& rep) {
                   {"stall_ms", {{"retrieval", sum.stall_ms[0]}, {"decoding", sum.stall_ms[1]}, {"submission", sum.stall_ms[2]},
                                 {"unattributed", sum.stall_ms[3]}}},
                   {"window_ms", sum.steady_window_ms}, {"busy_ms", sum.steady_busy_ms}, {"stall_total_ms", sum.steady_stall_ms},
-                  {"recommendations", sum.recommendations}};
+                  {"recommendations", recommendation_texts(sum)}, {"cause_ms", cause_json(sum)}};
   j["host_summary"] = rows(rep.host_summary);
   j["api_summary"] = rows(rep.api_summary);
   j["device_summary"] = rows(rep.device_summary);

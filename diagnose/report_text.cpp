@@ -48,7 +48,7 @@ std::string report_text(const Report& rep, bool with_summaries) {
   fmt::format_to(o, "\n  stall by class: retrieval {:.1f} ms | decoding {:.1f} ms | submission {:.1f} ms | unattributed {:.1f} ms "
                     "(of {:.1f} ms windows, {:.1f} ms busy)\n",
                  sum.stall_ms[0], sum.stall_ms[1], sum.stall_ms[2], sum.stall_ms[3], sum.steady_window_ms, sum.steady_busy_ms);
-  for (const std::string& r : sum.recommendations) fmt::format_to(o, "  → {}\n", r);
+  for (const Advised& a : sum.advice) fmt::format_to(o, "  → {}\n", a.text);
   // The steady-state step with the largest stall, in full: what to open in Perfetto first.
   const StepDiagnosis* worst = nullptr;
   for (const StepDiagnosis& s : rep.steps)

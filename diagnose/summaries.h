@@ -8,6 +8,6 @@ namespace stalldx::diagnose {
 // Summaries (key_averages / nsys stats style) and copy bandwidth; fills the report's tables.
 void build_summaries(const Trace& t, const TraceIndex& ix, Report& rep);
 // Run-level summary and recommendations from the per-step verdicts.
-void build_run_summary(const Trace& t, const Thresholds& th, Report& rep);
+void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& th, Report& rep);
 
 }  // namespace stalldx::diagnose

@@ -5,7 +5,7 @@
 
 namespace stalldx::diagnose {
 
-TraceIndex::TraceIndex(const Trace& t, const Thresholds& th) : trace(t) {
+TraceIndex::TraceIndex(const Trace& t, const Thresholds& th) : trace(t), thresholds(th) {
   // Consumer = the thread that owns most step ranges.
   std::map<std::uint32_t, int> step_threads;
   for (const HostRange& r : t.ranges)
@@ -23,10 +23,18 @@ TraceIndex::TraceIndex(const Trace& t, const Thresholds& th) : trace(t) {
     }
   }
   for (auto& [s, r] : by_step) steps.push_back(r);
+  std::unordered_map<std::uint32_t, bool> launch_name;
   for (const RuntimeCall& c : t.calls)
     if (c.thread == consumer) {
       consumer_calls.push_back(&c);
       call_by_corr.emplace(c.correlation, &c);
+      auto [it, fresh] = launch_name.emplace(c.name, false);
+      if (fresh) it->second = is_launch(t.name(c.name));
+      if (it->second && c.step >= 0) {
+        Launches& l = launches_by_step[c.step];
+        l.count++;
+        l.host_ns += c.end_ns - c.begin_ns;
+      }
     }
 
   std::vector<Interval> owners;
@@ -61,10 +69,21 @@ TraceIndex::TraceIndex(const Trace& t, const Thresholds& th) : trace(t) {
   warmup = warmup_steps(t, th);
 }
 
+bool is_launch(const std::string& n) {
+  return n == "cudaLaunchKernel" || n == "cudaLaunchKernelExC" || n == "cuLaunchKernel" || n == "cuLaunchKernelEx" ||
+         n == "cudaLaunchCooperativeKernel" || n == "cudaGraphLaunch" || n == "cuGraphLaunch" || n == "cudaLaunchDevice";
+}
+
 RecordedConfig recorded_config(const Trace& t) {
   RecordedConfig rc;
   rc.present = from_meta(t.meta.config, rc.config, rc.problems);
+  for (const RunField& f : run_fields())
+    if (t.meta.config.count(std::string(f.name))) rc.recorded.emplace_back(f.name);
   return rc;
+}
+
+bool RecordedConfig::known(std::string_view field) const {
+  return std::find(recorded.begin(), recorded.end(), field) != recorded.end();
 }
 
 int warmup_steps(const Trace& t, const Thresholds& th) {

@@ -12,6 +12,7 @@ namespace stalldx::diagnose {
 
 struct TraceIndex {
   const Trace& trace;
+  const Thresholds thresholds;
   bool standin = false;
   std::uint32_t consumer = 0;                         // thread lane of the step ranges
   std::vector<const HostRange*> steps;                // one per step id, ascending
@@ -24,9 +25,14 @@ struct TraceIndex {
   std::unordered_map<std::uint64_t, const RuntimeCall*> call_by_corr;   // consumer's calls
   std::unordered_map<std::int64_t, std::vector<const HostRange*>> producer_by_batch;  // retrieval/decode off the consumer
   int warmup = 0;
+  struct Launches { int count = 0; std::int64_t host_ns = 0; };
+  std::unordered_map<std::int64_t, Launches> launches_by_step;   // consumer's kernel launch calls (by call.step)
 
   explicit TraceIndex(const Trace& t, const Thresholds& th);
 };
+
+// A kernel launch API (runtime or driver, graph launches included).
+bool is_launch(const std::string& api_name);
 
 inline double ms(std::int64_t ns) { return static_cast<double>(ns) / 1e6; }
 

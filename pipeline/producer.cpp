@@ -2,6 +2,8 @@
 
 #include <tbb/global_control.h>
 #include <tbb/task_arena.h>
+#include <sched.h>
+
 #include <condition_variable>
 #include <mutex>
 #include <vector>
@@ -12,6 +14,17 @@
 
 namespace stalldx::pipeline {
 
+
+namespace {
+// Producer threads are throughput work: SCHED_BATCH (no privileges needed) keeps them from preempting
+// the consumer when it wakes them — on a machine with few cores the woken dispatcher or decoder would
+// otherwise take the consumer's core right after each step and delay its next submission.
+void batch_scheduling() {
+  sched_param p{};
+  p.sched_priority = 0;
+  sched_setscheduler(0, SCHED_BATCH, &p);  // best effort: the calling thread only (Linux)
+}
+}  // namespace
 
 struct Producer::Impl {
   const RunConfig& config;
@@ -48,6 +61,7 @@ struct Producer::Impl {
     thread_local bool named = false;  // names this worker's trace lane once
     if (!named) {
       set_thread_name("worker");
+      batch_scheduling();
       named = true;
     }
     if (!stopping.load(std::memory_order_relaxed)) {
@@ -78,6 +92,7 @@ struct Producer::Impl {
 
   void dispatch_loop() {
     set_thread_name("dispatcher");
+    batch_scheduling();
     std::int64_t next_batch = 0;
     // As a training loop's loader would, keep `prefetch` batches ahead to the very end, so the last steps
     // look like steady state; unstarted samples of those extra batches are skipped at stop().

@@ -1,4 +1,8 @@
+#include <sched.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <fmt/format.h>
 
 #include "recorder.h"
@@ -11,6 +15,17 @@ Session::Session() = default;
 Session::~Session() { stop(); }
 
 namespace {
+HostFacts current_host_facts() {
+  HostFacts h;
+  h.cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) h.usable_cpus = CPU_COUNT(&set);
+  double load = -1;
+  if (getloadavg(&load, 1) == 1) h.load_1m_start = load;
+  return h;
+}
+
 // Takes `from`'s hook into `into` unless another collector already set it.
 template <typename F>
 bool merge_hook(F& into, F from) {
@@ -69,6 +84,7 @@ Status Session::start(const SessionOptions& options) {
   trace_.meta.cpu_time = options.host && options.cpu_time;
   trace_.meta.nvtx = s.nvtx;
   trace_.meta.origin_ns = now_ns();
+  trace_.meta.host_facts = current_host_facts();
   s.recording.store(options.host, std::memory_order_release);
   running_ = true;
   return Status::ok();
@@ -120,6 +136,8 @@ void Session::stop() {
   std::sort(trace_.counters.begin(), trace_.counters.end(),
             [](const CounterSample& a, const CounterSample& b) { return a.ts_ns < b.ts_ns; });
   for (Collector* c : started_) c->stop_and_drain(trace_);
+  double load = -1;
+  if (getloadavg(&load, 1) == 1) trace_.meta.host_facts.load_1m_end = load;
   started_.clear();
 }
 

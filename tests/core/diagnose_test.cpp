@@ -109,7 +109,7 @@ TEST(Verdicts, SubmissionFromPageableCopies) {
   for (const std::string& d : r.steps[4].details) pageable |= d.find("pageable copy") != std::string::npos;
   EXPECT_TRUE(pageable);
   bool recommended = false;
-  for (const std::string& s : r.summary.recommendations) recommended |= s.find("pinned") != std::string::npos;
+  for (const Advised& a : r.summary.advice) recommended |= a.kind == Advice::pinned_memory;
   EXPECT_TRUE(recommended);
   ASSERT_FALSE(r.bandwidth.empty());
   EXPECT_EQ(r.bandwidth[0].kind, "memcpy_h2d pageable");
@@ -248,7 +248,7 @@ TEST(EdgeCases, EmptyAndOneStepTraces) {
   const Report one = diagnose(input_bound(Role::decode, 1, 5, 0.9));
   ASSERT_EQ(one.steps.size(), 1u);
   bool short_capture = false;
-  for (const std::string& s : one.summary.recommendations) short_capture |= s.find("too short") != std::string::npos;
+  for (const Advised& a : one.summary.advice) short_capture |= a.kind == Advice::record_longer;
   EXPECT_TRUE(short_capture);
 }
 

@@ -23,6 +23,7 @@ Trace sample_trace() {
   t.meta.dropped_device = 1;
   t.meta.unmatched_device = 2;
   t.meta.steps_completed = 11;
+  t.meta.host_facts = HostFacts{16, 12, 3.25, 0.5};
   t.threads = {{0, 4242, "consumer", 139876543210ull}, {1, 4243, "worker", 18446744073709551615ull}};
   const auto step = t.intern("step"), read = t.intern("read_file"), memcpy_api = t.intern("cudaMemcpyAsync"),
              h2d = t.intern("h2d"), q = t.intern("ready_batches");

@@ -69,6 +69,18 @@ void read_meta(const json& m, Trace& t) {
   meta.dropped_device = static_cast<std::uint64_t>(get_int(d, "device", 0));
   meta.unmatched_device = static_cast<std::uint64_t>(get_int(m, "unmatched_device", 0));
   meta.skipped_events = static_cast<std::uint64_t>(get_int(m, "skipped_events", 0));
+  if (auto h = m.find("host_facts"); h != m.end() && h->is_object()) {
+    meta.host_facts.cpus = static_cast<int>(get_int(*h, "cpus", -1));
+    meta.host_facts.usable_cpus = static_cast<int>(get_int(*h, "usable_cpus", -1));
+    const auto num = [&](const char* key) {
+      auto it = h->find(key);
+      if (it == h->end()) return -1.0;
+      if (!it->is_number() || !std::isfinite(it->get<double>())) throw BadTrace{fmt::format("host_facts.{} must be a number", key)};
+      return it->get<double>();
+    };
+    meta.host_facts.load_1m_start = num("load_1m_start");
+    meta.host_facts.load_1m_end = num("load_1m_end");
+  }
   meta.interrupted = m.at("interrupted").get<bool>();
   meta.steps_completed = get_int(m, "steps_completed", -1);
   for (const auto& [k, v] : m.at("config").items()) meta.config[k] = v.get<std::string>();

@@ -65,6 +65,15 @@ struct CounterSample {
   bool operator==(const CounterSample&) const = default;
 };
 
+// The host the trace was recorded on, as far as CPU contention goes (advice reads it). -1 = unknown.
+struct HostFacts {
+  int cpus = -1;                 // online CPUs
+  int usable_cpus = -1;          // CPUs this process may run on (affinity / cgroup cpuset)
+  double load_1m_start = -1;     // 1-minute load average when recording started / stopped
+  double load_1m_end = -1;
+  bool operator==(const HostFacts&) const = default;
+};
+
 struct TraceMeta {
   std::map<std::string, std::string> config;   // the run's options as key -> value text
   bool host = false, cpu_time = false, nvtx = false, cupti = false;  // collectors enabled
@@ -76,6 +85,7 @@ struct TraceMeta {
   std::uint64_t skipped_events = 0;            // events a reader could not use (e.g. before the origin)
   bool interrupted = false;
   std::int64_t steps_completed = -1;
+  HostFacts host_facts;
   bool operator==(const TraceMeta&) const = default;
 };
 

@@ -18,6 +18,7 @@
 namespace stalldx::diagnose {
 
 struct Thresholds {
+  double launch_bound_launches = 100;  // a step with at least this many launches can be launch-rate bound
   double device_bound_ms = 1.0;       // a stall at or under max(this, fraction × window) is device-bound
   double device_bound_fraction = 0.05;
   double dominant_share = 0.6;        // a class covering at least this share of the stall names the verdict
@@ -27,6 +28,7 @@ struct Thresholds {
   double contention_cpu_ratio = 0.7;  // cpu/wall under this on decodes: the thread was not running
 };
 
+// The names of classes, verdicts and causes are defined once, in vocabulary.cpp.
 enum class StallClass : std::uint8_t { retrieval, decoding, submission, unattributed };
 inline constexpr int kClassCount = 4;
 const char* class_name(StallClass c);
@@ -34,6 +36,41 @@ const char* class_name(StallClass c);
 enum class Verdict : std::uint8_t { retrieval, decoding, submission, device_bound, mixed, unattributed, no_device_records };
 // "device-bound" reads "consumer-bound" when the host stand-in played the device.
 std::string verdict_name(Verdict v, bool standin);
+
+// Why idle time happened, as a type: reports print cause_name(); recommendations switch on the value.
+enum class Cause : std::uint8_t {
+  storage_wait,       // retrieval: reads ran mostly off-CPU (waiting on storage)
+  storage_read,       // retrieval: reads on CPU, or CPU time not sampled
+  decode_cpu_bound,   // decoding: decode threads were running (cpu/wall high)
+  decode_starved,     // decoding: decode threads ran well under their wall time (CPU contention)
+  input_unsplit,      // waiting for a batch whose producers left no records (workers not annotated)
+  pageable_copy,      // submission: copy from pageable memory, staged by the host
+  per_sample_copies,  // submission: many small copies per step
+  host_allocation,    // submission: pinning / allocation inside the step
+  synchronization,    // submission: the host blocked on the device inside the step
+  launch_rate,        // submission: the host launched kernels more slowly than the device ran them
+  other_cuda_call,    // submission: another CUDA runtime call
+  submit_work,        // submission: host work inside a submit range, outside CUDA calls
+  unmapped_range,     // unattributed: inside a range with no stall role
+  outside_ranges,     // unattributed: the consumer was outside any range
+};
+inline constexpr int kCauseCount = 14;
+const char* cause_name(Cause c);
+StallClass cause_class(Cause c);
+
+// One cause's share of a step's stall; `what` names the record kind behind it (an API or range name).
+struct CauseShare {
+  Cause cause = Cause::outside_ranges;
+  double ms = 0;
+  std::string what;
+};
+
+// The host's launches in one step (for the launch-rate cause).
+struct LaunchStats {
+  int launches = 0;                 // kernel launch calls on the consumer in this step
+  double host_us_per_launch = 0;    // mean wall time of those calls
+  double device_us_per_kernel = 0;  // mean duration of the step's kernels
+};
 
 struct StepDiagnosis {
   std::int64_t step = -1;
@@ -44,7 +81,9 @@ struct StepDiagnosis {
   Verdict verdict = Verdict::device_bound;
   StallClass top = StallClass::unattributed, second = StallClass::unattributed;  // for mixed
   std::string evidence;                            // one line
-  std::vector<std::string> details;                // causes, record ids
+  std::vector<CauseShare> causes;                  // typed, largest first; sums to stall_ms
+  LaunchStats launch;
+  std::vector<std::string> details;                // causes, record ids (text for people)
   std::string next_question;
   std::uint64_t device_records = 0;
   int copies = 0;                                  // memcpy records of this step
@@ -75,13 +114,27 @@ struct Coverage {
   std::vector<std::string> notes;
 };
 
+// What a recommendation proposes, as a type (tests check each rule is not given when the config has it).
+enum class Advice : std::uint8_t {
+  record_longer, collect_device_records, input_keeps_up, storage_latency, bandwidth_cap, more_workers, oversubscribed,
+  enable_dct_scaling, enable_roi_decode, uint8_output, pinned_memory, batch_copies, pin_once, drop_step_sync, launch_rate,
+  add_ranges, split_wait, low_confidence,
+};
+struct Advised {
+  Advice kind;
+  std::string text;
+};
+
 struct RunSummary {
   int steady_steps = 0, warmup_steps = 0;
   std::vector<std::pair<std::string, int>> verdict_counts;   // over steady-state steps
   std::array<double, kClassCount> stall_ms{};                // steady-state totals by class
   double steady_window_ms = 0, steady_busy_ms = 0, steady_stall_ms = 0;
+  std::array<double, kCauseCount> cause_ms{};                // steady-state totals by cause
+  double decode_cpu_ratio = -1, read_cpu_ratio = -1;         // producers' cpu/wall over steady steps (-1 unknown)
+  double launches_per_step = 0, host_us_per_launch = 0, device_us_per_kernel = 0;
   std::string dominant;                                      // most frequent steady-state verdict
-  std::vector<std::string> recommendations;
+  std::vector<Advised> advice;                               // the recommendations, in order
 };
 
 struct Report {
@@ -98,8 +151,10 @@ struct Report {
 // other programs; `problems` names every recorded value that did not parse (its default is used).
 struct RecordedConfig {
   RunConfig config;
-  bool present = false;
+  bool present = false;                 // any run field was recorded
   std::vector<std::string> problems;
+  std::vector<std::string> recorded;    // the fields the trace has (others are defaults, not facts)
+  bool known(std::string_view field) const;
 };
 RecordedConfig recorded_config(const Trace& trace);
 // Warm-up steps: the thresholds' override when >= 0, else the recorded `warmup`, else 0. The one place

@@ -1,0 +1,177 @@
+// Advice rules: each one follows from typed causes, the recorded config and the host's facts, and is
+// never given when the config already has what it would propose, nor "more workers" on a starved host.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "stalldx/diagnose/diagnosis.h"
+
+namespace stalldx::diagnose {
+namespace {
+
+constexpr std::int64_t kMs = 1'000'000;
+std::int64_t ns(double ms) { return static_cast<std::int64_t>(ms * kMs); }
+
+struct Loop {
+  Trace t;
+  std::uint64_t corr = 1;
+  explicit Loop(const std::map<std::string, std::string>& config, int cpus = 16) {
+    t.threads = {{0, 100, "consumer"}, {1, 101, "worker"}};
+    t.meta.host = t.meta.cupti = t.meta.cpu_time = true;
+    t.meta.config = config;
+    t.meta.config["warmup"] = "0";
+    t.meta.host_facts = HostFacts{cpus, cpus, 0.5, 0.5};
+  }
+  void range(Role role, const char* name, double b, double e, std::int64_t step, std::int64_t batch, std::uint32_t thread = 0,
+             double cpu_ms = -1) {
+    t.ranges.push_back({ns(b), ns(e), thread, t.intern(name), role, step, batch, -1, cpu_ms < 0 ? -1 : ns(cpu_ms), -1, 0});
+  }
+  void call(const char* api, double b, double e, std::int64_t step, ActivityKind kind, const char* name, double ab, double ae,
+            MemKind mem = MemKind::none) {
+    const std::uint64_t c = corr++;
+    t.calls.push_back({ns(b), ns(e), 0, t.intern(api), c, step});
+    DeviceActivity a;
+    a.begin_ns = ns(ab);
+    a.end_ns = ns(ae);
+    a.kind = kind;
+    a.name = t.intern(name);
+    a.correlation = c;
+    a.step = step;
+    a.host_mem = mem;
+    a.bytes = 1 << 20;
+    t.activities.push_back(a);
+  }
+};
+
+// Each step waits 15 ms on batch k produced by a `role` range with cpu/wall `cpu`, then a 20 ms kernel.
+Trace input_loop(Role role, double cpu, const std::map<std::string, std::string>& config, int cpus = 16) {
+  Loop l(config, cpus);
+  double t = 0;
+  for (int k = 0; k < 12; ++k) {
+    l.range(Role::step, "step", t, t + 15.2, k, k);
+    l.range(Role::wait_batch, "wait_batch", t, t + 15, k, k);
+    l.range(role, role == Role::decode ? "decode" : "read", t, t + 15, -1, k, 1, 15 * cpu);
+    l.call("cudaLaunchKernel", t + 15, t + 15.1, k, ActivityKind::kernel, "k", t + 15.1, t + 35.1);
+    t += 35.1;
+  }
+  return l.t;
+}
+
+// Each step submits through one kind of slow call (`api`, lasting 10 ms) before a 20 ms kernel.
+Trace submission_loop(const char* api, ActivityKind kind, MemKind mem, int copies, const std::map<std::string, std::string>& config) {
+  Loop l(config);
+  double t = 0;
+  for (int k = 0; k < 12; ++k) {
+    l.range(Role::step, "step", t, t + 10.2, k, k);
+    l.range(Role::submit, "submit", t, t + 10.2, k, k);
+    const double each = 10.0 / copies;
+    for (int c = 0; c < copies; ++c)
+      l.call(api, t + c * each, t + (c + 1) * each, k, kind, "op", t + c * each + 0.01, t + c * each + 0.01 + 0.1 * each, mem);
+    l.call("cudaLaunchKernel", t + 10.1, t + 10.2, k, ActivityKind::kernel, "k", t + 10.2, t + 30.2);
+    t += 30.2;
+  }
+  return l.t;
+}
+
+bool has(const Report& r, Advice a) {
+  for (const Advised& x : r.summary.advice)
+    if (x.kind == a) return true;
+  return false;
+}
+
+std::string all(const Report& r) {
+  std::string s;
+  for (const Advised& x : r.summary.advice) s += x.text + "\n";
+  return s;
+}
+
+TEST(Advice, MoreWorkersOnlyWhenDecodeRanAndCoresAreFree) {
+  const Report spare = diagnose(input_loop(Role::decode, 0.95, {{"workers", "4"}}, 16));
+  EXPECT_TRUE(has(spare, Advice::more_workers)) << all(spare);
+  EXPECT_FALSE(has(spare, Advice::oversubscribed));
+  // Starved decode threads (cpu/wall 0.45, as on a 2-core machine with 4 workers): never "more workers".
+  const Report starved = diagnose(input_loop(Role::decode, 0.45, {{"workers", "4"}}, 16));
+  EXPECT_FALSE(has(starved, Advice::more_workers)) << all(starved);
+  EXPECT_TRUE(has(starved, Advice::oversubscribed)) << all(starved);
+  EXPECT_EQ(starved.steps[3].causes.front().cause, Cause::decode_starved);
+  // Workers + consumer already fill the cores.
+  const Report full = diagnose(input_loop(Role::decode, 0.95, {{"workers", "4"}}, 4));
+  EXPECT_FALSE(has(full, Advice::more_workers)) << all(full);
+  EXPECT_TRUE(has(full, Advice::oversubscribed));
+}
+
+TEST(Advice, DecodeOptionsOnlyWhenNotAlreadySet) {
+  const Report off = diagnose(input_loop(Role::decode, 0.95, {{"workers", "4"}, {"output", "float32"}, {"dct_scaling", "false"}, {"roi_decode", "false"}}));
+  EXPECT_TRUE(has(off, Advice::uint8_output));
+  EXPECT_TRUE(has(off, Advice::enable_dct_scaling));
+  EXPECT_TRUE(has(off, Advice::enable_roi_decode));
+  const Report on = diagnose(input_loop(Role::decode, 0.95, {{"workers", "4"}, {"output", "uint8"}, {"dct_scaling", "true"}, {"roi_decode", "true"}}));
+  EXPECT_FALSE(has(on, Advice::uint8_output)) << all(on);
+  EXPECT_FALSE(has(on, Advice::enable_dct_scaling));
+  EXPECT_FALSE(has(on, Advice::enable_roi_decode));
+}
+
+TEST(Advice, BandwidthCapIsNotAnsweredWithMoreReads) {
+  const Report cap = diagnose(input_loop(Role::retrieval, 0.05, {{"workers", "4"}, {"read_bandwidth_mbps", "40"}}));
+  EXPECT_TRUE(has(cap, Advice::bandwidth_cap)) << all(cap);
+  EXPECT_FALSE(has(cap, Advice::storage_latency));
+  const Report latency = diagnose(input_loop(Role::retrieval, 0.05, {{"workers", "4"}, {"read_bandwidth_mbps", "0"}}));
+  EXPECT_TRUE(has(latency, Advice::storage_latency)) << all(latency);
+  EXPECT_EQ(latency.steps[3].causes.front().cause, Cause::storage_wait);
+}
+
+TEST(Advice, SubmissionRulesRespectTheConfig) {
+  struct Case {
+    const char* api;
+    ActivityKind kind;
+    MemKind mem;
+    int copies;
+    Advice advice;
+    std::map<std::string, std::string> has_it, lacks_it;
+  };
+  const std::vector<Case> cases = {
+      {"cudaMemcpyAsync", ActivityKind::memcpy_h2d, MemKind::pageable, 1, Advice::pinned_memory,
+       {{"memory", "pinned"}, {"pin_per_batch", "false"}}, {{"memory", "pageable"}}},
+      {"cudaMemcpyAsync", ActivityKind::memcpy_h2d, MemKind::pinned, 16, Advice::batch_copies, {{"copy", "batch"}}, {{"copy", "sample"}}},
+      {"cudaStreamSynchronize", ActivityKind::sync, MemKind::none, 1, Advice::drop_step_sync, {{"sync_every_step", "false"}},
+       {{"sync_every_step", "true"}}},
+      {"cudaHostRegister", ActivityKind::sync, MemKind::none, 1, Advice::pin_once, {{"pin_per_batch", "false"}, {"memory", "pinned"}},
+       {{"pin_per_batch", "true"}}},
+  };
+  for (const Case& c : cases) {
+    const Report lacks = diagnose(submission_loop(c.api, c.kind, c.mem, c.copies, c.lacks_it));
+    EXPECT_TRUE(has(lacks, c.advice)) << c.api << "\n" << all(lacks);
+    const Report set = diagnose(submission_loop(c.api, c.kind, c.mem, c.copies, c.has_it));
+    EXPECT_FALSE(has(set, c.advice)) << c.api << " proposed what the config already has\n" << all(set);
+  }
+}
+
+// 500 launches a step at 30 µs of host time each, kernels of 10 µs: the device idles while the host
+// launches. The cause is the launch rate — not "synchronization".
+TEST(Advice, LaunchRateIsItsOwnCause) {
+  Loop l({{"workers", "16"}, {"step_kernels", "500"}, {"sync_every_step", "false"}});
+  double t = 0;
+  for (int k = 0; k < 12; ++k) {
+    const double s0 = t;
+    l.range(Role::step, "step", s0, s0 + 15.2, k, k);
+    l.range(Role::submit, "submit", s0, s0 + 15.2, k, k);
+    for (int i = 0; i < 500; ++i) {
+      const double b = s0 + i * 0.03;
+      l.call("cudaLaunchKernel", b, b + 0.025, k, ActivityKind::kernel, "tiny", b + 0.025, b + 0.035);
+    }
+    t = s0 + 15.2;
+  }
+  const Report r = diagnose(l.t);
+  EXPECT_EQ(r.steps[5].verdict, Verdict::submission);
+  ASSERT_FALSE(r.steps[5].causes.empty());
+  EXPECT_EQ(r.steps[5].causes.front().cause, Cause::launch_rate);
+  EXPECT_EQ(r.steps[5].launch.launches, 500);
+  EXPECT_NEAR(r.steps[5].launch.host_us_per_launch, 25, 1);
+  EXPECT_NEAR(r.steps[5].launch.device_us_per_kernel, 10, 1);
+  EXPECT_TRUE(has(r, Advice::launch_rate)) << all(r);
+  EXPECT_FALSE(has(r, Advice::drop_step_sync)) << all(r);
+  EXPECT_NE(r.steps[5].next_question.find("CUDA Graph"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace stalldx::diagnose
