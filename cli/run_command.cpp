@@ -38,9 +38,13 @@ Action add_run_command(CLI::App& app) {
       if (Status st = check_output_path(c.trace, trace_check); !st.is_ok()) return fail_input("run", st);
     pipeline::RunResult r;
     // Progress on stderr: where the run is (also what the signal tests wait for before interrupting).
-    Status st = pipeline::run_pipeline(c, r, &stop_flag().requested, [&c](pipeline::RunPhase phase) {
-      if (phase == pipeline::RunPhase::started) fmt::print(stderr, "stalldx run: started ({} warm-up + {} steps)\n", c.warmup, c.steps);
-      else fmt::print(stderr, "stalldx run: warm-up done, measuring {} steps\n", c.steps);
+    Status st = pipeline::run_pipeline(c, r, &stop_flag().requested, [&c, &r](pipeline::RunPhase phase) {
+      if (phase == pipeline::RunPhase::started) {
+        for (const std::string& n : r.device.notes) fmt::print(stderr, "stalldx run: note: {}\n", n);
+        fmt::print(stderr, "stalldx run: started ({} warm-up + {} steps)\n", c.warmup, c.steps);
+      } else {
+        fmt::print(stderr, "stalldx run: warm-up done, measuring {} steps\n", c.steps);
+      }
     });
     if (!r.device_notice.empty()) fmt::print(stderr, "stalldx: {}\n", r.device_notice);
     int rc = 0;

@@ -108,14 +108,22 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
                          (sum.decode_cpu_ratio >= 0 && sum.decode_cpu_ratio < th.contention_cpu_ratio);
     const bool full = ours && cores > 0 && cfg.workers + 1 >= cores;  // workers + the consumer already fill the cores
     if (starved || full) {
-      say(Advice::oversubscribed,
-          fmt::format("decoding: {:.0f} ms of stall, and the decode threads {} — more workers would make it worse: keep workers + consumer "
-                      "under the {} usable cores{}{}",
-                      sum.stall_ms[1],
-                      starved ? fmt::format("ran only {:.0f}% of their wall time (starved of CPU)", 100 * std::max(0.0, sum.decode_cpu_ratio))
-                              : fmt::format("already fill the cores ({} workers + the consumer)", cfg.workers),
-                      cores > 0 ? std::to_string(cores) : "?", ours ? fmt::format(" (workers {} now)", cfg.workers) : "",
-                      host.load_1m_start > cores && cores > 0 ? fmt::format("; the host's load was {:.1f} on {} cores: other work competes", host.load_1m_start, cores) : ""));
+      std::string why;
+      if (starved) {
+        why = fmt::format("the decode threads ran only {:.0f}% of their wall time (starved of CPU)", 100 * std::max(0.0, sum.decode_cpu_ratio));
+        std::string others;
+        if (known("competing_threads") && cfg.competing_threads > 0) others = fmt::format("{} competing threads in this run", cfg.competing_threads);
+        const double load = std::max(host.load_1m_start, host.load_1m_end);
+        if (cores > 0 && load > cores) others += fmt::format("{}load {:.1f} on {} cores", others.empty() ? "" : "; ", load, cores);
+        if (ours && cores > 0 && cfg.workers + 1 > cores)
+          others += fmt::format("{}{} workers + the consumer on {} cores", others.empty() ? "" : "; ", cfg.workers, cores);
+        why += fmt::format(" — more workers would make it worse: give the pipeline the CPU it is denied ({})",
+                           others.empty() ? "find what else runs on the host" : others);
+      } else {
+        why = fmt::format("{} workers + the consumer already fill the {} usable cores — more workers cannot run; cheaper decode is what helps",
+                          cfg.workers, cores);
+      }
+      say(Advice::oversubscribed, fmt::format("decoding: {:.0f} ms of stall; {}", sum.stall_ms[1], why));
     } else {
       say(Advice::more_workers, fmt::format("decoding: {:.0f} ms of stall on CPU-bound decode — more workers{}", sum.stall_ms[1],
                                             ours ? fmt::format(" (now {}, {} usable cores)", cfg.workers, cores > 0 ? std::to_string(cores) : "?") : ""));

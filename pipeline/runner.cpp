@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <thread>
 
 #include "stalldx/stage/batch_pool.h"
 #include "stalldx/stage/checksum.h"
@@ -31,6 +32,29 @@ Status validate(const RunConfig& c) {
 }
 
 namespace {
+// --competing-threads: busy threads beside the pipeline, as another job on a shared host would be.
+class CompetingLoad {
+ public:
+  explicit CompetingLoad(int n) {
+    for (int i = 0; i < n; ++i)
+      threads_.emplace_back([this] {
+        volatile std::uint64_t x = 0;
+        while (!stop_.load(std::memory_order_relaxed))
+          for (int k = 0; k < 100000; ++k) x = x + static_cast<std::uint64_t>(k);
+      });
+  }
+  ~CompetingLoad() { stop(); }
+  void stop() {
+    stop_.store(true);
+    for (std::thread& t : threads_)
+      if (t.joinable()) t.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> threads_;
+};
+
 void fill_stats(RunResult& r) {
   r.step_p50 = percentile(r.step_ms, 50);
   r.step_p95 = percentile(r.step_ms, 95);
@@ -75,6 +99,7 @@ Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<
     stage = make_host_standin(c, stop);
   }
   r.config = c;
+  r.device = stage->stats();  // known at start-up (the calibration's notes); settled again at the end
 
   // Slots: `prefetch` ready ahead + the consumer's + any still being read by an in-flight copy.
   r.slots = slot_count(c, stage->extra_slots());
@@ -94,6 +119,7 @@ Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<
   BadSampleLog bad;
   Producer producer(c, index, *pool, bad);
   producer.start();
+  CompetingLoad hogs(c.competing_threads);
 
   const int total = c.warmup + c.steps;
   std::int64_t prev_end = now_ns();
@@ -145,6 +171,7 @@ Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<
   }
   Status fin = stage->finish();
   const std::int64_t steady_end = now_ns();
+  hogs.stop();
   producer.stop();
   if (failure.is_ok()) failure = fin;
 

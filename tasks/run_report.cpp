@@ -16,9 +16,12 @@ std::string run_report_text(const RunResult& r) {
   fmt::format_to(o, "  device  {}\n", r.device.description);
   if (r.device.standin)
     fmt::format_to(o, "          the GPU step is a HOST STAND-IN: {} ms of host compute per step (--step-ms)\n", c.step_ms);
-  else
+  else if (r.device.step_reached)
     fmt::format_to(o, "          SYNTHETIC model step: {:.2f} ms of device work per step (calibrated on this device)\n",
                    r.device.calibrated_step_ms);
+  else
+    fmt::format_to(o, "          SYNTHETIC model step: {:.2f} ms of device work per step — NOT the {} ms asked for (see the note)\n",
+                   r.device.calibrated_step_ms, c.device_ms);
   if (!r.device.standin)
     fmt::format_to(o, "  copies  batch H2D {:.1f} GB/s ({} memory) | plain pinned cudaMemcpyAsync reference {:.1f} GB/s\n",
                    r.device.batch_copy_gbps, to_string(c.memory), r.device.reference_copy_gbps);
@@ -68,7 +71,7 @@ nlohmann::json run_report_json(const RunResult& r) {
   nlohmann::json j;
   j["config"] = run_config_json(c);
   j["device"] = {{"description", r.device.description}, {"standin", r.device.standin},
-                 {"calibrated_step_ms", r.device.calibrated_step_ms}, {"batch_copy_gbps", r.device.batch_copy_gbps},
+                 {"calibrated_step_ms", r.device.calibrated_step_ms}, {"step_reached", r.device.step_reached}, {"batch_copy_gbps", r.device.batch_copy_gbps},
                  {"reference_copy_gbps", r.device.reference_copy_gbps}, {"verified_batches", r.device.verified_batches},
                  {"checksum_mismatches", r.device.checksum_mismatches}, {"notes", r.device.notes}};
   if (!r.device_notice.empty()) j["notice"] = r.device_notice;

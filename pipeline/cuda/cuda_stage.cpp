@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "stalldx/stage/device_stage.h"
@@ -235,6 +236,14 @@ class CudaStage final : public DeviceStage {
     }
     if (Status st = time_step(iters_, t); !st.is_ok()) return st;
     stats_.calibrated_step_ms = t;
+    // Too many kernels (their launches alone), or a batch read longer than the step: the requested time
+    // cannot be reached. Said at start-up with the reachable time, never called calibrated.
+    stats_.step_reached = std::abs(t - c_.device_ms) <= std::max(0.5, 0.05 * c_.device_ms);
+    if (!stats_.step_reached)
+      stats_.notes.push_back(fmt::format("--device-ms {} cannot be reached on this device: the step takes {:.2f} ms with {} kernel launches "
+                                         "(reading the batch alone: {:.2f} ms){}",
+                                         c_.device_ms, t, c_.step_kernels, base,
+                                         t > c_.device_ms ? "; fewer --step-kernels, or a longer --device-ms" : ""));
     return Status::ok();
   }
 

@@ -132,6 +132,8 @@ const RunField kRunFields[] = {
     field<&RunConfig::cold_cache>("cold_cache", "drop each file's page cache before reading it", kFlag),
     field<&RunConfig::spike_every>("spike_every", "every N-th batch one file read is slow (0 = off)", kPlain, 0, 1000000),
     field<&RunConfig::spike_ms>("spike_ms", "extra latency of that slow read", kPlain, 0, 10000),
+    field<&RunConfig::competing_threads>("competing_threads", "threads spinning beside the workers for the whole run (emulates a busy host)",
+                                         kPlain, 0, 1024),
     choice<&RunConfig::device, kDeviceNames>("device", "cuda, none (host stand-in) or auto", kAlwaysShown),
     field<&RunConfig::step_ms>("step_ms", "host stand-in compute per step (--device none)", kPlain, 0, 10000),
     field<&RunConfig::device_ms>("device_ms", "synthetic GPU step time, calibrated at start-up (CUDA)", kPlain, 0, 2000),

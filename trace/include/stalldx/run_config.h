@@ -50,6 +50,7 @@ struct RunConfig {
   bool cold_cache = false;             // posix_fadvise(DONTNEED) before each read
   int spike_every = 0;                 // every N-th batch, one file read takes spike_ms longer
   double spike_ms = 0;
+  int competing_threads = 0;           // threads spinning beside the workers for the whole run (a busy host)
   // consumer / device
   DeviceKind device = DeviceKind::auto_detect;
   double step_ms = 30;                 // host stand-in compute per step (--device none)

@@ -45,8 +45,9 @@ struct RunResult {
 // Checks everything that can be checked before work starts (sizes, counts, dataset) — exit code 2 material.
 Status validate(const RunConfig& config);
 
-// Where a run is, for a progress line: called on the consumer thread when the first step begins and
-// when steady state begins (after the warm-up has drained). Must be quick.
+// Where a run is, for a progress line: called on the consumer thread when the first step begins (the
+// result's `device` already holds the start-up figures and notes) and when steady state begins (after
+// the warm-up has drained). Must be quick.
 enum class RunPhase { started, steady };
 using PhaseCallback = std::function<void(RunPhase)>;
 

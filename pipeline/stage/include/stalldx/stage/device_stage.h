@@ -22,6 +22,7 @@ struct DeviceStats {
   std::string description;          // "host stand-in (no device)" or "NVIDIA H200 (cuda:0)"
   bool standin = true;
   double calibrated_step_ms = 0;    // synthetic device step as calibrated on this device
+  bool step_reached = true;         // false: the requested step time could not be reached (see notes)
   double batch_copy_gbps = 0;       // measured H2D bandwidth of this run's batch copies
   double reference_copy_gbps = 0;   // plain pinned cudaMemcpyAsync of the same size, same run
   std::uint64_t verified_batches = 0, checksum_mismatches = 0;
