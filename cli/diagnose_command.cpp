@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "run_options.h"
 #include "stalldx/diagnose/diagnosis.h"
+#include "stalldx/diagnose/whatif.h"
 #include "stalldx/output_file.h"
 #include "stalldx/trace_io.h"
 
@@ -14,6 +15,7 @@ namespace {
 struct DiagnoseArgs {
   std::string trace, svg;
   bool json = false, no_summaries = false;
+  std::vector<int> what_if;
   diagnose::Thresholds th;
 };
 }  // namespace
@@ -25,6 +27,8 @@ Action add_diagnose_command(CLI::App& app) {
   sub->add_flag("--json", a->json, "print the report as JSON");
   sub->add_option("--svg", a->svg, "write a per-step busy + stall chart as SVG");
   sub->add_flag("--no-summaries", a->no_summaries, "leave out the summary tables");
+  sub->add_option("--what-if", a->what_if, "predict steady img/s at these worker counts (comma-separated) from this run's costs")
+      ->delimiter(',')->check(CLI::Range(1, 1024));
   sub->add_option("--device-bound-ms", a->th.device_bound_ms, "stall at or under this (ms) is device-bound")
       ->capture_default_str()->check(finite_in(0.0, 1e6));
   sub->add_option("--device-bound-fraction", a->th.device_bound_fraction, "... or under this fraction of the step window")
@@ -44,7 +48,12 @@ Action add_diagnose_command(CLI::App& app) {
     if (Status st = read_trace_file(a->trace, t); !st.is_ok()) return fail_input("diagnose", st);
     const diagnose::Report rep = diagnose::diagnose(t, a->th);
     exit_on_signal(false);  // outputs: finish or fail cleanly
-    if (!print_checked("diagnose", a->json ? diagnose::report_json(rep) + "\n" : diagnose::report_text(rep, !a->no_summaries))) return 1;
+    std::string out = a->json ? diagnose::report_json(rep) + "\n" : diagnose::report_text(rep, !a->no_summaries);
+    if (!a->what_if.empty()) {
+      const diagnose::StageCosts costs = diagnose::measure_stage_costs(t);
+      out += "\n" + diagnose::whatif_table(costs, diagnose::predict_curve(costs, a->what_if));
+    }
+    if (!print_checked("diagnose", out)) return 1;
     if (!a->svg.empty())
       if (Status st = write_file_atomic(a->svg, diagnose::report_svg(rep)); !st.is_ok()) return fail("diagnose", st);
     return 0;
