@@ -20,6 +20,7 @@ Action add_dataset_command(CLI::App& app);
 Action add_diagnose_command(CLI::App& app);
 Action add_sweep_command(CLI::App& app);
 Action add_eval_command(CLI::App& app);
+Action add_tune_command(CLI::App& app);
 
 // Raised by SIGINT/SIGTERM (installed by main); every long command polls it and stops cleanly.
 StopFlag& stop_flag();

@@ -51,7 +51,8 @@ Action add_diagnose_command(CLI::App& app) {
     std::string out = a->json ? diagnose::report_json(rep) + "\n" : diagnose::report_text(rep, !a->no_summaries);
     if (!a->what_if.empty()) {
       const diagnose::StageCosts costs = diagnose::measure_stage_costs(t);
-      out += "\n" + diagnose::whatif_table(costs, diagnose::predict_curve(costs, a->what_if));
+      const diagnose::RecordedConfig rc = diagnose::recorded_config(t);
+      out += "\n" + diagnose::whatif_table(costs, diagnose::predict_curve(costs, a->what_if, rc.known("prefetch") ? rc.config.prefetch : 0));
     }
     if (!print_checked("diagnose", out)) return 1;
     if (!a->svg.empty())

@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
   const stalldx::cli::Action diagnose = stalldx::cli::add_diagnose_command(app);
   const stalldx::cli::Action eval = stalldx::cli::add_eval_command(app);
   const stalldx::cli::Action sweep = stalldx::cli::add_sweep_command(app);
+  const stalldx::cli::Action tune = stalldx::cli::add_tune_command(app);
 
   for (CLI::App* sub : app.get_subcommands({})) sub->fallthrough();
   if (const std::string config = stalldx::cli::config_argument(argc, argv); !config.empty())
@@ -86,6 +87,7 @@ int main(int argc, char** argv) {
     if (name == "diagnose") return diagnose();
     if (name == "eval") return eval();
     if (name == "sweep") return sweep();
+    if (name == "tune") return tune();
   }
   return 2;
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <map>
 #include <set>
@@ -92,14 +93,15 @@ StageCosts measure_stage_costs(const Trace& t) {
     k.worker_cpu_available = worker_cpu / ms(last - first);
   if (k.bandwidth_mbps <= 0)
     k.limits.push_back("storage bandwidth: not measured unless a cap was recorded; reads are assumed to scale with workers");
-  k.limits.push_back("prefetch depth changes the mean rate only when reads spike: predicted the same for every depth");
+  k.limits.push_back("more workers than usable cores: modelled as sharing the cores, not the cost of switching between them");
   k.valid = true;
   return k;
 }
 
-Prediction predict(const StageCosts& k, int w) {
+Prediction predict(const StageCosts& k, int w, int prefetch) {
   Prediction p;
   p.workers = w;
+  p.prefetch = prefetch;
   if (!k.valid || w <= 0) return p;
   const double cpu = k.read_cpu_ms + k.decode_cpu_ms;        // ms of CPU per sample
   const double serial = cpu + k.read_wait_ms;                 // one worker, one sample
@@ -118,12 +120,24 @@ Prediction predict(const StageCosts& k, int w) {
   const auto it = std::min_element(std::begin(rates), std::end(rates));
   p.images_per_second = *it;
   p.bound = names[it - std::begin(rates)];
+  // Coupling through a finite buffer (K = prefetch + 1 batches): throughput of an M/M/1/K pair.
+  const double input = std::min({by_workers, by_cpu, by_bw});
+  if (prefetch > 0 && by_step < 1e17 && input > 0) {
+    const double rho = input / by_step;
+    const int kk = prefetch + 1;
+    const double x = std::abs(rho - 1) < 1e-6 ? by_step * kk / (kk + 1.0)
+                                              : by_step * rho * (1 - std::pow(rho, kk)) / (1 - std::pow(rho, kk + 1));
+    if (x < p.images_per_second) {
+      p.images_per_second = x;
+      p.bound += fmt::format(" + a {}-batch buffer", kk);
+    }
+  }
   return p;
 }
 
-std::vector<Prediction> predict_curve(const StageCosts& k, const std::vector<int>& workers) {
+std::vector<Prediction> predict_curve(const StageCosts& k, const std::vector<int>& workers, int prefetch) {
   std::vector<Prediction> out;
-  for (int w : workers) out.push_back(predict(k, w));
+  for (int w : workers) out.push_back(predict(k, w, prefetch));
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include "stalldx/tasks/child_process.h"
 #include "stalldx/tasks/eval.h"
 #include "stalldx/tasks/sweep.h"
+#include "stalldx/tasks/tune.h"
 #include "test_dataset.h"
 
 namespace stalldx::tasks {
@@ -146,6 +147,44 @@ TEST(ChildProcess, ExitCodesPassAndAStopSignalsTheChild) {
   EXPECT_TRUE(r.stopped);
   EXPECT_FALSE(r.exited);
   EXPECT_EQ(r.signal, SIGTERM);
+}
+
+}  // namespace
+}  // namespace stalldx::tasks
+
+namespace stalldx::tasks {
+namespace {
+
+// Tune's procedure (not its speed): one profile, then measured points only from the lists, each with a
+// reason; the answer is a measured point within the tolerance of the best measured, in far fewer runs
+// than the grid.
+TEST(TuneTask, ClimbsFromThePredictedKneeAndAnswersWithAMeasuredPoint) {
+  TuneOptions o;
+  o.base = tiny_sweep(temp_dir("tune")).base;
+  o.base.steps = 4;
+  o.base.workers = 2;
+  o.workers = {1, 2, 3, 4};
+  o.prefetch = {1, 2};
+  o.repeat = 1;
+  TuneResult r;
+  const Status st = run_tune(o, r);
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  ASSERT_FALSE(r.runs.empty());
+  EXPECT_TRUE(r.runs.front().profiled);
+  EXPECT_TRUE(r.costs.valid) << (r.costs.limits.empty() ? "" : r.costs.limits[0]);
+  EXPECT_EQ(r.predicted.size(), 4u);
+  bool chosen_measured = false;
+  for (const TuneRun& run : r.runs) {
+    EXPECT_FALSE(run.why.empty());
+    if (!run.profiled) {
+      EXPECT_NE(std::find(o.workers.begin(), o.workers.end(), run.workers), o.workers.end());
+      chosen_measured |= run.workers == r.workers && run.prefetch == r.prefetch;
+    }
+  }
+  EXPECT_TRUE(chosen_measured);
+  EXPECT_GE(r.images_per_second, (1 - o.tolerance) * r.best_images_per_second);
+  EXPECT_LT(r.pipeline_runs, 4 * 2 * (o.repeat + 1));  // the grid a sweep would run
+  EXPECT_NE(tune_text(r).find("result:"), std::string::npos);
 }
 
 }  // namespace

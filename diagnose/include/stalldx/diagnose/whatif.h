@@ -7,8 +7,8 @@
 // reads, and the step can go no faster than the device or the consumer.
 //
 // Honest limits, stated in `limits`: storage that was never saturated may have a bandwidth limit the
-// run could not see; prefetch depth does not change the mean rate (it absorbs spikes), so it is not
-// predicted apart.
+// run could not see; more workers than cores is modelled as sharing the cores, not as the extra cost of
+// switching between them.
 #pragma once
 
 #include <string>
@@ -33,14 +33,17 @@ struct StageCosts {
 };
 
 struct Prediction {
-  int workers = 0;
+  int workers = 0, prefetch = 0;
   double images_per_second = 0;
   std::string bound;                  // "workers (latency)", "CPU", "bandwidth", "device", "consumer"
 };
 
 StageCosts measure_stage_costs(const Trace& trace);
-Prediction predict(const StageCosts& costs, int workers);
-std::vector<Prediction> predict_curve(const StageCosts& costs, const std::vector<int>& workers);
+// `prefetch` > 0: the producer and the consumer are coupled through a buffer of prefetch + 1 batches;
+// their variability costs throughput when the buffer is short (a finite-buffer M/M/1/K estimate, which
+// bounds the loss from above for the steadier rates of real pipelines). 0 = no coupling loss.
+Prediction predict(const StageCosts& costs, int workers, int prefetch = 0);
+std::vector<Prediction> predict_curve(const StageCosts& costs, const std::vector<int>& workers, int prefetch = 0);
 // Fewest workers whose prediction is within `tolerance` of the best on the curve.
 const Prediction* predicted_knee(const std::vector<Prediction>& curve, double tolerance = 0.02);
 std::string whatif_table(const StageCosts& costs, const std::vector<Prediction>& curve);
