@@ -33,11 +33,22 @@ TEST(Scenarios, CpuOnlyScenariosGiveTheInducedVerdict) {
   const std::string log = stalldx::testing::read_file(out + "/log.txt");
   EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0) << log;  // eval names the scenario and the steps that missed
   const auto j = nlohmann::json::parse(stalldx::testing::read_file(out + "/confusion.json"));
-  EXPECT_EQ(j.size(), 5u);
+  EXPECT_EQ(j.size(), 6u);
   for (const auto& s : j) {
     EXPECT_GE(s.at("accuracy").get<double>(), 0.95) << s.at("scenario") << ": " << s.at("misses").dump(1);
     EXPECT_GT(s.at("steady_steps").get<int>(), 0);
   }
+  // The advice that follows: a starved host is never told to add workers.
+  Trace t;
+  ASSERT_TRUE(read_trace_file(out + "/cpu-oversubscribed.json", t).is_ok());
+  const Report rep = diagnose(t);
+  bool oversubscribed = false, more_workers = false;
+  for (const Advised& a : rep.summary.advice) {
+    oversubscribed |= a.kind == Advice::oversubscribed;
+    more_workers |= a.kind == Advice::more_workers;
+  }
+  EXPECT_TRUE(oversubscribed);
+  EXPECT_FALSE(more_workers);
 }
 
 TEST(Scenarios, RecordedH200TracesGiveTheInducedVerdict) {
