@@ -15,7 +15,7 @@ namespace {
 struct DiagnoseArgs {
   std::string trace, svg;
   bool json = false, no_summaries = false;
-  std::vector<int> what_if, what_if_prefetch;
+  std::vector<int> what_if;
   diagnose::Thresholds th;
 };
 }  // namespace
@@ -28,8 +28,6 @@ Action add_diagnose_command(CLI::App& app) {
   sub->add_option("--svg", a->svg, "write a per-step busy + stall chart as SVG");
   sub->add_flag("--no-summaries", a->no_summaries, "leave out the summary tables");
   sub->add_option("--what-if", a->what_if, "predict steady img/s at these worker counts (comma-separated) from this run's costs")
-      ->delimiter(',')->check(CLI::Range(1, 1024));
-  sub->add_option("--what-if-prefetch", a->what_if_prefetch, "... at these prefetch depths (default: the recorded one)")
       ->delimiter(',')->check(CLI::Range(1, 1024));
   sub->add_option("--device-bound-ms", a->th.device_bound_ms, "stall at or under this (ms) is device-bound")
       ->capture_default_str()->check(finite_in(0.0, 1e6));
@@ -53,11 +51,7 @@ Action add_diagnose_command(CLI::App& app) {
     std::string out = a->json ? diagnose::report_json(rep) + "\n" : diagnose::report_text(rep, !a->no_summaries);
     if (!a->what_if.empty()) {
       const diagnose::StageCosts costs = diagnose::measure_stage_costs(t);
-      const diagnose::RecordedConfig rc = diagnose::recorded_config(t);
-      std::vector<int> depths = a->what_if_prefetch;
-      if (depths.empty()) depths.push_back(rc.known("prefetch") ? rc.config.prefetch : 0);
-      for (int p : depths)
-        out += fmt::format("\nprefetch {}: ", p) + diagnose::whatif_table(costs, diagnose::predict_curve(costs, a->what_if, p));
+      out += "\n" + diagnose::whatif_table(costs, diagnose::predict_curve(costs, a->what_if));
     }
     if (!print_checked("diagnose", out)) return 1;
     if (!a->svg.empty())

@@ -58,13 +58,21 @@ StageCosts measure_stage_costs(const Trace& t) {
   k.read_wait_ms = std::max(0.0, rw - k.read_cpu_ms);
   if (!cpu_reads || !cpu_decodes) k.limits.push_back("no thread CPU time: wall time stands in for CPU (contention cannot be told apart)");
   // Per step: device busy, and the consumer's own time (its step less the waits for input and device).
+  // Device time per step: the busiest stream's work for the step (copies overlap the compute of the
+  // step before on their own stream, so the union would overstate the period).
   int steps = 0;
   double busy = 0, own = 0, own_cpu = 0;
   std::map<std::int64_t, double> busy_of;
+  std::map<std::int64_t, std::map<std::pair<std::int32_t, std::uint32_t>, double>> per_stream;
+  for (const DeviceActivity& a : t.activities)
+    if (is_device_work(a.kind) && a.step >= ix.warmup && !(is_memcpy(a.kind) && a.host_mem == MemKind::pageable))
+      per_stream[a.step][{a.device, a.stream}] += ms(a.end_ns - a.begin_ns);
   for (const StepDiagnosis& s : rep.steps) {
     if (s.warmup) continue;
     ++steps;
-    busy += s.busy_ms;
+    double most = 0;
+    for (const auto& [stream, v] : per_stream[s.step]) most = std::max(most, v);
+    busy += most;
     busy_of[s.step] = s.busy_ms;
   }
   for (const HostRange* st : ix.steps) {
@@ -94,14 +102,14 @@ StageCosts measure_stage_costs(const Trace& t) {
   if (k.bandwidth_mbps <= 0)
     k.limits.push_back("storage bandwidth: not measured unless a cap was recorded; reads are assumed to scale with workers");
   k.limits.push_back("more workers than usable cores: modelled as sharing the cores, not the cost of switching between them");
+  k.limits.push_back("prefetch depth: not a term (it absorbs variation, not the mean rate); predicted the same for every depth");
   k.valid = true;
   return k;
 }
 
-Prediction predict(const StageCosts& k, int w, int prefetch) {
+Prediction predict(const StageCosts& k, int w) {
   Prediction p;
   p.workers = w;
-  p.prefetch = prefetch;
   if (!k.valid || w <= 0) return p;
   const double cpu = k.read_cpu_ms + k.decode_cpu_ms;        // ms of CPU per sample
   const double serial = cpu + k.read_wait_ms;                 // one worker, one sample
@@ -120,24 +128,12 @@ Prediction predict(const StageCosts& k, int w, int prefetch) {
   const auto it = std::min_element(std::begin(rates), std::end(rates));
   p.images_per_second = *it;
   p.bound = names[it - std::begin(rates)];
-  // Coupling through a finite buffer (K = prefetch + 1 batches): throughput of an M/M/1/K pair.
-  const double input = std::min({by_workers, by_cpu, by_bw});
-  if (prefetch > 0 && by_step < 1e17 && input > 0) {
-    const double rho = input / by_step;
-    const int kk = prefetch + 1;
-    const double x = std::abs(rho - 1) < 1e-6 ? by_step * kk / (kk + 1.0)
-                                              : by_step * rho * (1 - std::pow(rho, kk)) / (1 - std::pow(rho, kk + 1));
-    if (x < p.images_per_second) {
-      p.images_per_second = x;
-      p.bound += fmt::format(" + a {}-batch buffer", kk);
-    }
-  }
   return p;
 }
 
-std::vector<Prediction> predict_curve(const StageCosts& k, const std::vector<int>& workers, int prefetch) {
+std::vector<Prediction> predict_curve(const StageCosts& k, const std::vector<int>& workers) {
   std::vector<Prediction> out;
-  for (int w : workers) out.push_back(predict(k, w, prefetch));
+  for (int w : workers) out.push_back(predict(k, w));
   return out;
 }
 

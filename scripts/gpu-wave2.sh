@@ -22,6 +22,5 @@ stalldx sweep $seed --steps 10 $grid --out /tmp/sweep > "$OUT/sweep.txt" 2>&1
 cp /tmp/sweep/sweep.csv "$OUT/sweep.csv"
 stalldx tune $seed --steps 10 $grid > "$OUT/tune.txt" 2>&1
 stalldx run $seed --steps 10 --trace /tmp/seed16.json > /dev/null 2>&1
-stalldx diagnose /tmp/seed16.json --no-summaries --what-if ${WORKERS:-1,2,4,6,8,12,16} --what-if-prefetch ${PREFETCH:-1,2,4} \
-  2>&1 | sed -n '/^prefetch/,$p' > "$OUT/whatif.txt"
+stalldx diagnose /tmp/seed16.json --no-summaries --what-if ${WORKERS:-1,2,4,6,8,12,16} 2>&1 | sed -n '/^what-if/,$p' > "$OUT/whatif.txt"
 echo done

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Compares `stalldx diagnose --what-if ... --what-if-prefetch ...` predictions with a sweep's measured
+"""Compares `stalldx diagnose --what-if ...` predictions with a sweep's measured
 img/s: prints the table (workers x prefetch: measured, predicted, error) and the median absolute error.
 usage: whatif-vs-sweep.py SWEEP.csv WHATIF.txt"""
 import csv
@@ -11,15 +11,13 @@ measured = {}
 with open(sys.argv[1]) as f:
     for row in csv.DictReader(f):
         measured[(int(row["workers"]), int(row["prefetch"]))] = float(row["images_per_second"])
-predicted, prefetch = {}, None
+predicted = {}  # the model predicts one rate per worker count, for every prefetch depth
 for line in open(sys.argv[2]):
-    m = re.match(r"prefetch (\d+):", line)
-    if m:
-        prefetch = int(m.group(1))
-        continue
     m = re.match(r"\s+(\d+)\s+([0-9.]+)\s+\S", line)
-    if m and prefetch is not None:
-        predicted[(int(m.group(1)), prefetch)] = float(m.group(2))
+    if m:
+        for (w, p) in measured:
+            if w == int(m.group(1)):
+                predicted[(w, p)] = float(m.group(2))
 errors = []
 print(f"{'workers':>7} {'prefetch':>8} {'measured':>9} {'predicted':>9} {'error':>7}")
 for key in sorted(measured):

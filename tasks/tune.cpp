@@ -78,7 +78,7 @@ Status run_tune(const TuneOptions& o, TuneResult& r, const StopFlag* stop, const
   r.pipeline_runs += 1;
   r.costs = diagnose::measure_stage_costs(pr.trace);
   const int p0 = std::find(ps.begin(), ps.end(), 2) != ps.end() ? 2 : ps[ps.size() / 2];
-  r.predicted = diagnose::predict_curve(r.costs, ws, p0);
+  r.predicted = diagnose::predict_curve(r.costs, ws);
   const diagnose::Prediction* knee = r.costs.valid ? diagnose::predicted_knee(r.predicted, o.tolerance) : nullptr;
   r.runs.push_back(TuneRun{prof.workers, prof.prefetch, true, 0, 1,
                            knee ? fmt::format("profiled: per-stage costs; predicted knee {} workers ({:.0f} img/s, bound by {})", knee->workers,
