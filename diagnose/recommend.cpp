@@ -7,6 +7,7 @@
 #include <map>
 
 #include "summaries.h"
+#include "whatif_internal.h"
 
 namespace stalldx::diagnose {
 
@@ -125,8 +126,20 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
       }
       say(Advice::oversubscribed, fmt::format("decoding: {:.0f} ms of stall; {}", sum.stall_ms[1], why));
     } else {
-      say(Advice::more_workers, fmt::format("decoding: {:.0f} ms of stall on CPU-bound decode — more workers{}", sum.stall_ms[1],
-                                            ours ? fmt::format(" (now {}, {} usable cores)", cfg.workers, cores > 0 ? std::to_string(cores) : "?") : ""));
+      // By how much: the what-if model at the most workers that still leave the consumer a core.
+      std::string expect;
+      if (ours && cores > 1) {
+        const StageCosts costs = stage_costs(t, ix, rep);
+        const int target = std::max(cfg.workers + 1, std::min(cores - 1, 2 * cfg.workers));
+        if (costs.valid) {
+          const Prediction now = predict(costs, cfg.workers), then = predict(costs, target);
+          expect = fmt::format("; predicted {:.0f} → {:.0f} img/s at {} workers (bound by {})", now.images_per_second,
+                               then.images_per_second, target, then.bound);
+        }
+      }
+      say(Advice::more_workers, fmt::format("decoding: {:.0f} ms of stall on CPU-bound decode — more workers{}{}", sum.stall_ms[1],
+                                            ours ? fmt::format(" (now {}, {} usable cores)", cfg.workers, cores > 0 ? std::to_string(cores) : "?") : "",
+                                            expect));
     }
     if (known("dct_scaling") && !cfg.dct_scaling) say(Advice::enable_dct_scaling, "decoding: enable DCT-scaled decode (--dct-scaling true)");
     if (known("roi_decode") && !cfg.roi_decode) say(Advice::enable_roi_decode, "decoding: enable region-of-interest decode (--roi-decode true)");

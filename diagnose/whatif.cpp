@@ -10,13 +10,18 @@
 
 #include "stalldx/diagnose/diagnosis.h"
 #include "trace_index.h"
+#include "whatif_internal.h"
 
 namespace stalldx::diagnose {
 
 StageCosts measure_stage_costs(const Trace& t) {
-  StageCosts k;
   const Report rep = diagnose(t);
   const TraceIndex ix(t, Thresholds{});
+  return stage_costs(t, ix, rep);
+}
+
+StageCosts stage_costs(const Trace& t, const TraceIndex& ix, const Report& rep) {
+  StageCosts k;
   const RecordedConfig rc = recorded_config(t);
   k.cores = t.meta.host_facts.usable_cpus > 0 ? t.meta.host_facts.usable_cpus : t.meta.host_facts.cpus;
   if (rc.known("read_bandwidth_mbps")) k.bandwidth_mbps = rc.config.read_bandwidth_mbps;
