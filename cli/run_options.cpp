@@ -43,14 +43,22 @@ void add_run_options(CLI::App& app, RunConfig& c, OptionSet set) {
              std::string(f.help));
       continue;
     }
-    std::string help(f.help);
-    if (f.type == FieldType::choice) help += fmt::format(" [{}]", fmt::join(f.choices, "|"));
+    std::string type;
+    switch (f.type) {
+      case FieldType::integer:
+      case FieldType::unsigned_integer: type = fmt::format("INT in [{}, {}]", f.min, f.max); break;
+      case FieldType::real: type = fmt::format("NUMBER in [{}, {}]", f.min, f.max); break;
+      case FieldType::boolean: type = "true|false"; break;
+      case FieldType::text: type = "TEXT"; break;
+      case FieldType::choice: type = fmt::format("{}", fmt::join(f.choices, "|")); break;
+    }
     app.add_option_function<std::string>(
            opt,
            [&c, &f](const std::string& text) {
              if (Status st = f.assign(c, text); !st.is_ok()) throw CLI::ValidationError(st.message());
            },
-           help)
+           std::string(f.help))
+        ->type_name(type)
         ->default_str(f.value(defaults));
   }
 }
