@@ -62,7 +62,7 @@ StageCosts stage_costs(const Trace& t, const TraceIndex& ix, const Report& rep) 
   k.decode_cpu_ms = cpu_decodes ? d_cpu / cpu_decodes : dw;
   k.read_wait_ms = std::max(0.0, rw - k.read_cpu_ms);
   if (!cpu_reads || !cpu_decodes) k.limits.push_back("no thread CPU time: wall time stands in for CPU (contention cannot be told apart)");
-  // Per step: device busy, and the consumer's own time (its step less the waits for input and device).
+  // Per step: device time, and the consumer's own time (its step less the waits for input and device).
   // Device time per step: the busiest stream's work for the step (copies overlap the compute of the
   // step before on their own stream, so the union would overstate the period).
   int steps = 0;
@@ -80,14 +80,17 @@ StageCosts stage_costs(const Trace& t, const TraceIndex& ix, const Report& rep) 
     busy += most;
     busy_of[s.step] = s.busy_ms;
   }
+  // The consumer's waits (for input, for the device) per step, in one pass over its ranges.
+  std::map<std::int64_t, std::pair<double, double>> waits_of;  // step -> (wall ms, cpu ms)
+  for (const HostRange* r : ix.consumer_ranges)
+    if ((r->role == Role::wait_batch || r->role == Role::sync) && r->step >= ix.warmup) {
+      auto& [wall, cpu] = waits_of[r->step];
+      wall += ms(r->end_ns - r->begin_ns);
+      if (r->cpu_ns >= 0) cpu += ms(r->cpu_ns);
+    }
   for (const HostRange* st : ix.steps) {
     if (st->step < ix.warmup) continue;
-    double waits = 0, wait_cpu = 0;
-    for (const HostRange* r : ix.consumer_ranges)
-      if ((r->role == Role::wait_batch || r->role == Role::sync) && r->step == st->step) {
-        waits += ms(r->end_ns - r->begin_ns);
-        if (r->cpu_ns >= 0) wait_cpu += ms(r->cpu_ns);
-      }
+    auto [waits, wait_cpu] = waits_of[st->step];
     // With the host stand-in the device's work runs on the consumer's own lane: not the consumer's time.
     if (ix.standin) waits += busy_of[st->step];
     own += std::max(0.0, ms(st->end_ns - st->begin_ns) - waits);

@@ -3,11 +3,10 @@
 // waits on a GPU — a device computes without the host's CPU, so the stand-in leaves the cores to the
 // workers (a spinning stand-in made the consumer and the decoders fight for 2 cores, which a real GPU
 // step never does). Its intervals become device activity on a "host stand-in" lane (device -1).
-#include <time.h>
-
 #include <algorithm>
 #include <vector>
 
+#include "cancellable_sleep.h"
 #include "stalldx/stage/device_stage.h"
 #include "stalldx/profiler.h"
 
@@ -36,11 +35,7 @@ class HostStandin final : public DeviceStage {
     sink = acc;
     (void)sink;
     // Then the device "computes": wait out the step in slices, waking early on a stop request.
-    for (std::int64_t now = now_ns(); now < deadline && (stop_ == nullptr || !stop_->load(std::memory_order_relaxed)); now = now_ns()) {
-      const std::int64_t until = std::min(deadline, now + 20'000'000);
-      const timespec ts{static_cast<time_t>(until / 1'000'000'000), static_cast<long>(until % 1'000'000'000)};
-      clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
-    }
+    sleep_until(deadline, stop_);
     if (intervals_.size() < intervals_.capacity()) intervals_.push_back({begin, now_ns(), step});
     if (host_sum != 0) verified_++;
     fence = nullptr;

@@ -10,28 +10,17 @@
 #include <cerrno>
 #include <cstring>
 
+#include "cancellable_sleep.h"
 #include "stalldx/profiler.h"
 
 namespace stalldx::pipeline {
 
 namespace {
-constexpr std::int64_t kSliceNs = 20'000'000;  // a cancelled wait ends within one slice
 struct Fd {
   int fd;
   ~Fd() { if (fd >= 0) ::close(fd); }
 };
 }  // namespace
-
-bool StorageReader::sleep_until(std::int64_t deadline) const {
-  for (;;) {
-    if (cancel_ != nullptr && cancel_->load(std::memory_order_relaxed)) return false;
-    const std::int64_t now = now_ns();
-    if (now >= deadline) return true;
-    const std::int64_t until = std::min(deadline, now + kSliceNs);
-    const timespec ts{static_cast<time_t>(until / 1'000'000'000), static_cast<long>(until % 1'000'000'000)};
-    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);  // EINTR: loop, check, sleep again
-  }
-}
 
 bool StorageReader::throttle(std::uint64_t bytes) {
   if (knobs_.bandwidth_mbps <= 0) return true;
@@ -42,7 +31,7 @@ bool StorageReader::throttle(std::uint64_t bytes) {
   do {
     done = std::max(prev, now) + cost;
   } while (!next_free_ns_.compare_exchange_weak(prev, done, std::memory_order_relaxed));
-  return sleep_until(done);
+  return sleep_until(done, cancel_);
 }
 
 Status StorageReader::read(const std::string& path, std::vector<std::uint8_t>& buf, double extra_ms) {
@@ -68,7 +57,7 @@ Status StorageReader::read(const std::string& path, std::vector<std::uint8_t>& b
   }
   if (got != size) return Status::io(fmt::format("'{}' shrank while reading ({} of {} bytes)", path, got, size));
   const double wait_ms = knobs_.latency_ms + extra_ms;
-  if (!throttle(size) || (wait_ms > 0 && !sleep_until(now_ns() + static_cast<std::int64_t>(wait_ms * 1e6))))
+  if (!throttle(size) || (wait_ms > 0 && !sleep_until(now_ns() + static_cast<std::int64_t>(wait_ms * 1e6), cancel_)))
     return Status::unavailable("read cancelled (stopping)");
   return Status::ok();
 }

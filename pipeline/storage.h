@@ -30,7 +30,6 @@ class StorageReader {
 
  private:
   bool throttle(std::uint64_t bytes);
-  bool sleep_until(std::int64_t deadline_ns) const;  // false = cancelled
   StorageKnobs knobs_;
   const std::atomic<bool>* cancel_;
   std::atomic<std::int64_t> next_free_ns_{0};  // token bucket: when the shared "device" is free again

@@ -5,28 +5,17 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "stalldx/datasets/generator.h"
 #include "stalldx/diagnose/diagnosis.h"
 #include "stalldx/output_file.h"
 #include "stalldx/pipeline/runner.h"
+#include "stalldx/trace_io.h"
 
 namespace fs = std::filesystem;
 
 namespace stalldx::tasks {
 
-namespace {
-Status read_all(const std::string& path, std::string& out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::io(fmt::format("cannot read '{}'", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  out = ss.str();
-  return Status::ok();
-}
-}  // namespace
 
 std::string sweep_signature(const RunConfig& base, int repeat) {
   return fmt::format("{} repeat={}", comparable_signature(base), repeat);
@@ -59,12 +48,12 @@ Status run_sweep(const SweepOptions& o, SweepResult& result, const StopFlag* sto
   std::vector<diagnose::SweepPoint> points;
   if (o.resume && fs::exists(csv)) {
     std::string recorded, rows;
-    if (Status st = read_all(sig_path, recorded); !st.is_ok())
+    if (Status st = read_text_file(sig_path, recorded); !st.is_ok())
       return Status::invalid(fmt::format("--resume: {} is missing, so the points in {} cannot be checked; use another --out", sig_path, csv));
     if (recorded != sig + "\n")
       return Status::invalid(fmt::format("--resume with different options than {} records; use another --out\n  recorded: {}  now:      {}",
                                          sig_path, recorded, sig + "\n"));
-    if (Status st = read_all(csv, rows); !st.is_ok()) return st;
+    if (Status st = read_text_file(csv, rows); !st.is_ok()) return st;
     int skipped = 0;
     points = diagnose::parse_sweep_csv(rows, skipped);
     result.resumed = points.size();

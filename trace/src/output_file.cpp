@@ -71,10 +71,15 @@ Status check_output_path(const std::string& path, OutputCheck& check) {
   return Status::ok();
 }
 
-Status write_file_atomic(const std::string& path, std::string_view content) {
+Status refuse_non_regular(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-    return Status::invalid(fmt::format("'{}' exists and is not a regular file; refusing to replace it", path));
+    return Status::invalid(fmt::format("'{}' exists and is not a regular file; refusing to write it", path));
+  return Status::ok();
+}
+
+Status write_file_atomic(const std::string& path, std::string_view content) {
+  if (Status st = refuse_non_regular(path); !st.is_ok()) return st;
   const std::string tmp = path + ".partial";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Status::io(fmt::format("cannot create '{}': {}", tmp, std::strerror(errno)));
@@ -94,9 +99,7 @@ Status write_file_atomic(const std::string& path, std::string_view content) {
 }
 
 Status append_file(const std::string& path, std::string_view content) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-    return Status::invalid(fmt::format("'{}' exists and is not a regular file; refusing to append to it", path));
+  if (Status st = refuse_non_regular(path); !st.is_ok()) return st;
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) return Status::io(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
   Status w = write_all(fd, content);

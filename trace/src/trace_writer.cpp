@@ -3,8 +3,6 @@
 // runs of days). Hand-formatted with fmt for speed; the reader uses a JSON library.
 #include <fmt/format.h>
 
-#include <sys/stat.h>
-
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -15,6 +13,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "stalldx/output_file.h"
 #include "stalldx/trace_io.h"
 
 namespace stalldx {
@@ -207,9 +206,7 @@ Status write_trace_json(const Trace& t, std::ostream& os) {
 }
 
 Status write_trace_file(const Trace& trace, const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-    return Status::invalid(fmt::format("trace path '{}' exists and is not a regular file; refusing to replace it", path));
+  if (Status st = refuse_non_regular(path); !st.is_ok()) return st;
   const std::string tmp = path + ".partial";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);

@@ -33,6 +33,10 @@ Status write_file_atomic(const std::string& path, std::string_view content);
 // on disk. Refuses a path that exists as anything but a regular file.
 Status append_file(const std::string& path, std::string_view content);
 
+// invalid_argument when `path` exists as anything but a regular file (what every writer here refuses
+// to replace or append to); OK when it is a regular file or does not exist.
+Status refuse_non_regular(const std::string& path);
+
 // Writes to standard output and flushes; an error (EPIPE, ENOSPC, EBADF) is an io_error.
 Status write_stdout(std::string_view text);
 
