@@ -135,6 +135,16 @@ TEST(Signals, SweepStopsBetweenPointsKeepsThemAndResumes) {
   EXPECT_EQ(diagnose::parse_sweep_csv(read_file(out + "/sweep.csv"), skipped).size(), 4u);
 }
 
+TEST(Signals, TuneStopsBetweenItsRuns) {
+  Spawned p({STALLDX_BINARY, "tune", "--data", small_dataset(), "--device", "none", "--batch", "8", "--steps", "3", "--warmup", "1",
+             "--step-ms", "20", "--repeat", "2", "--workers", "1,2,3,4", "--prefetch", "1,2"});
+  ASSERT_TRUE(p.wait_for_line("profiled")) << p.stderr_text();
+  p.signal(SIGTERM);
+  double secs = 0;
+  EXPECT_EQ(p.wait_exit(secs), 143) << p.stderr_text();
+  EXPECT_LT(secs, kMaxExitSeconds);
+}
+
 TEST(Signals, EvalForwardsTheSignalToItsRunAndStops) {
   const std::string dir = temp_dir("sigeval");
   write_file(dir + "/slow.toml", "[run]\ndevice = \"none\"\nbatch = 8\nwarmup = 1\nsteps = 1000\nworkers = 1\nstep-ms = 50\n");
