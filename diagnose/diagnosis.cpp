@@ -60,6 +60,33 @@ bool submits_copy(const TraceIndex& ix, const HostRange& r) {
   return false;
 }
 
+// A wait for a batch, split by the producers' work on it. Where run-queue delay was sampled, the share of
+// the producers' wall time spent runnable but not running is the host's CPU denied to them (decoding
+// class: the CPU is the limit), whether they were reading or decoding; the rest of a read is waiting on
+// storage when it ran little of the time it was not queued. Without it, cpu/wall thresholds decide.
+void attribute_input(const Thresholds& th, const InputSplit& s, const std::string& what, double d, StepAccumulator& acc) {
+  const auto add = [&](Cause c, double v) {
+    if (v > 0) acc.add(c, what, v);
+  };
+  const double read = d * s.retrieval_fraction, decode = d - read;
+  if (s.read_runq_ratio >= 0) {
+    const double q = s.read_runq_ratio;
+    const double running = q < 1 ? std::max(0.0, s.read_cpu_ratio) / (1 - q) : 1;  // cpu share of the unqueued time
+    add(Cause::read_starved, read * q);
+    add(s.read_cpu_ratio >= 0 && running < th.waiting_cpu_ratio ? Cause::storage_wait : Cause::storage_read, read * (1 - q));
+  } else {
+    const bool waiting = s.read_cpu_ratio >= 0 && s.read_cpu_ratio < th.waiting_cpu_ratio;
+    add(waiting ? Cause::storage_wait : Cause::storage_read, read);
+  }
+  if (s.decode_runq_ratio >= 0) {
+    add(Cause::decode_starved, decode * s.decode_runq_ratio);
+    add(Cause::decode_cpu_bound, decode * (1 - s.decode_runq_ratio));
+  } else {
+    const bool starved = s.decode_cpu_ratio >= 0 && s.decode_cpu_ratio < th.contention_cpu_ratio;
+    add(starved ? Cause::decode_starved : Cause::decode_cpu_bound, decode);
+  }
+}
+
 void attribute(const TraceIndex& ix, Interval gap, std::size_t& seg_cursor, StepAccumulator& acc) {
   const auto& segs = ix.segments;
   while (seg_cursor < segs.size() && segs[seg_cursor].end <= gap.begin) ++seg_cursor;
@@ -86,11 +113,7 @@ void attribute(const TraceIndex& ix, Interval gap, std::size_t& seg_cursor, Step
           acc.add(Cause::input_unsplit, fmt::format("batch {}", r.batch), d);
           break;
         }
-        const bool waiting = s.read_cpu_ratio >= 0 && s.read_cpu_ratio < ix.thresholds.waiting_cpu_ratio;
-        const bool starved = s.decode_cpu_ratio >= 0 && s.decode_cpu_ratio < ix.thresholds.contention_cpu_ratio;
-        const std::string what = fmt::format("batch {}", r.batch);
-        if (s.retrieval_fraction > 0) acc.add(waiting ? Cause::storage_wait : Cause::storage_read, what, d * s.retrieval_fraction);
-        if (s.retrieval_fraction < 1) acc.add(starved ? Cause::decode_starved : Cause::decode_cpu_bound, what, d * (1 - s.retrieval_fraction));
+        attribute_input(ix.thresholds, s, fmt::format("batch {}", r.batch), d, acc);
         acc.last_split = s;
         acc.any_split = true;
         if (acc.records.size() < 6)
@@ -147,9 +170,12 @@ void decide(const Thresholds& th, const Coverage& cov, StepAccumulator& acc, Ste
   std::string split;
   if (acc.any_split) {
     const InputSplit& s = acc.last_split;
+    const auto ratios = [](double cpu, double runq) {
+      if (cpu < 0) return std::string();
+      return runq >= 0 ? fmt::format(" (cpu/wall {:.2f}, queued {:.2f})", cpu, runq) : fmt::format(" (cpu/wall {:.2f})", cpu);
+    };
     split = fmt::format("; producers on the batch: reads {:.1f} ms{}, decodes {:.1f} ms{}", s.read_ms,
-                        s.read_cpu_ratio >= 0 ? fmt::format(" (cpu/wall {:.2f})", s.read_cpu_ratio) : "", s.decode_ms,
-                        s.decode_cpu_ratio >= 0 ? fmt::format(" (cpu/wall {:.2f})", s.decode_cpu_ratio) : "");
+                        ratios(s.read_cpu_ratio, s.read_runq_ratio), s.decode_ms, ratios(s.decode_cpu_ratio, s.decode_runq_ratio));
   }
   if (sd.verdict == Verdict::device_bound) {
     sd.evidence = fmt::format("stall {:.2f} ms <= {:.2f} ms threshold: busy {:.2f} of {:.2f} ms, work was queued in time",
@@ -171,6 +197,8 @@ void decide(const Thresholds& th, const Coverage& cov, StepAccumulator& acc, Ste
       break;
     case Verdict::decoding:
       if (!cov.cpu_time) sd.next_question = "collect thread CPU time to tell waiting from running";
+      else if (!sd.causes.empty() && (sd.causes.front().cause == Cause::decode_starved || sd.causes.front().cause == Cause::read_starved))
+        sd.next_question = "the producers waited for a CPU (runnable, not running): the host is oversubscribed — more threads than cores, or a busy host?";
       else if (acc.any_split && acc.last_split.decode_cpu_ratio >= 0 && acc.last_split.decode_cpu_ratio < th.contention_cpu_ratio)
         sd.next_question = "decode threads ran only part of their wall time: CPU contention (more threads than cores, or a busy host)?";
       else sd.next_question = "decoding is CPU-bound: more workers, DCT-scaled / region decode, or a cheaper transform";

@@ -16,10 +16,14 @@ double cause(const RunSummary& s, Cause c) { return s.cause_ms[static_cast<std::
 
 // Producers' cpu/wall over the steady-state batches (ranges with CPU time only); -1 when not sampled.
 void producer_ratios(const Trace& t, const TraceIndex& ix, RunSummary& sum) {
-  double r_cpu = 0, r_wall = 0, d_cpu = 0, d_wall = 0;
+  double r_cpu = 0, r_wall = 0, d_cpu = 0, d_wall = 0, q = 0, q_wall = 0;
   for (const auto& [batch, ranges] : ix.producer_by_batch) {
     if (batch < ix.warmup) continue;
     for (const HostRange* r : ranges) {
+      if (r->runq_ns >= 0) {
+        q += static_cast<double>(r->runq_ns);
+        q_wall += static_cast<double>(r->end_ns - r->begin_ns);
+      }
       if (r->cpu_ns < 0) continue;
       (r->role == Role::retrieval ? r_cpu : d_cpu) += static_cast<double>(r->cpu_ns);
       (r->role == Role::retrieval ? r_wall : d_wall) += static_cast<double>(r->end_ns - r->begin_ns);
@@ -28,6 +32,7 @@ void producer_ratios(const Trace& t, const TraceIndex& ix, RunSummary& sum) {
   (void)t;
   if (r_wall > 0) sum.read_cpu_ratio = r_cpu / r_wall;
   if (d_wall > 0) sum.decode_cpu_ratio = d_cpu / d_wall;
+  if (q_wall > 0) sum.producer_runq_ratio = std::min(1.0, q / q_wall);
 }
 }  // namespace
 
@@ -105,13 +110,18 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
   }
 
   if (share(StallClass::decoding) >= 0.3) {
-    const bool starved = cause(sum, Cause::decode_starved) > cause(sum, Cause::decode_cpu_bound) ||
-                         (sum.decode_cpu_ratio >= 0 && sum.decode_cpu_ratio < th.contention_cpu_ratio);
+    const double denied = cause(sum, Cause::decode_starved) + cause(sum, Cause::read_starved);
+    const bool starved = denied > cause(sum, Cause::decode_cpu_bound) ||
+                         (sum.producer_runq_ratio >= 0 ? sum.producer_runq_ratio >= th.starved_runq_ratio
+                                                       : sum.decode_cpu_ratio >= 0 && sum.decode_cpu_ratio < th.contention_cpu_ratio);
     const bool full = ours && cores > 0 && cfg.workers + 1 >= cores;  // workers + the consumer already fill the cores
     if (starved || full) {
       std::string why;
       if (starved) {
-        why = fmt::format("the decode threads ran only {:.0f}% of their wall time (starved of CPU)", 100 * std::max(0.0, sum.decode_cpu_ratio));
+        why = sum.producer_runq_ratio >= 0
+                  ? fmt::format("the producer threads waited for a CPU {:.0f}% of their wall time (runnable, not running)",
+                                100 * sum.producer_runq_ratio)
+                  : fmt::format("the decode threads ran only {:.0f}% of their wall time (starved of CPU)", 100 * std::max(0.0, sum.decode_cpu_ratio));
         std::string others;
         if (known("competing_threads") && cfg.competing_threads > 0) others = fmt::format("{} competing threads in this run", cfg.competing_threads);
         const double load = std::max(host.load_1m_start, host.load_1m_end);

@@ -102,6 +102,7 @@ InputSplit split_wait(const TraceIndex& ix, const HostRange& w) {
   if (it == ix.producer_by_batch.end()) return s;
   double r_ov = 0, d_ov = 0, r_tot = 0, d_tot = 0;
   double r_cpu = 0, r_wall = 0, d_cpu = 0, d_wall = 0;
+  double r_q = 0, r_qwall = 0, d_q = 0, d_qwall = 0;
   for (const HostRange* p : it->second) {
     const double ov = ms(std::max<std::int64_t>(0, std::min(p->end_ns, w.end_ns) - std::max(p->begin_ns, w.begin_ns)));
     const double wall = ms(p->end_ns - p->begin_ns);
@@ -111,6 +112,10 @@ InputSplit split_wait(const TraceIndex& ix, const HostRange& w) {
     if (p->cpu_ns >= 0) {
       (read ? r_cpu : d_cpu) += ms(p->cpu_ns);
       (read ? r_wall : d_wall) += wall;
+    }
+    if (p->runq_ns >= 0) {
+      (read ? r_q : d_q) += ms(p->runq_ns);
+      (read ? r_qwall : d_qwall) += wall;
     }
   }
   if (r_ov + d_ov > 0) {
@@ -124,6 +129,8 @@ InputSplit split_wait(const TraceIndex& ix, const HostRange& w) {
   s.decode_ms = d_ov;
   if (r_wall > 0) s.read_cpu_ratio = r_cpu / r_wall;
   if (d_wall > 0) s.decode_cpu_ratio = d_cpu / d_wall;
+  if (r_qwall > 0) s.read_runq_ratio = std::min(1.0, r_q / r_qwall);
+  if (d_qwall > 0) s.decode_runq_ratio = std::min(1.0, d_q / d_qwall);
   return s;
 }
 

@@ -15,6 +15,7 @@ constexpr std::array<CauseInfo, kCauseCount> kCauses = {{
     {"reading files", StallClass::retrieval},
     {"decode CPU-bound", StallClass::decoding},
     {"decode starved of CPU", StallClass::decoding},
+    {"reads starved of CPU", StallClass::decoding},
     {"waiting for a batch, producers not recorded", StallClass::unattributed},
     {"pageable copy", StallClass::submission},
     {"per-sample copies", StallClass::submission},

@@ -2,6 +2,11 @@
 // drop above it; the macros, step marks and counters land in the trace with their ids.
 #include <gtest/gtest.h>
 
+#include <sched.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <thread>
 #include <vector>
 
@@ -43,6 +48,54 @@ TEST(Recorder, RangesCarryRoleIdsAndBytes) {
   ASSERT_EQ(t.threads.size(), 1u);
   EXPECT_EQ(t.threads[0].name, "test-main");
   EXPECT_EQ(t.meta.dropped_host, 0u);
+}
+
+// Two CPU-bound threads pinned to one CPU: the one inside a range must have waited on the run queue
+// (the scheduler shares the CPU), and cpu + queued time fit in the range's wall time.
+TEST(Recorder, RunQueueDelayIsRecordedWhenTheThreadIsDeniedACpu) {
+  if (access("/proc/thread-self/schedstat", R_OK) != 0) GTEST_SKIP() << "this kernel has no /proc/thread-self/schedstat";
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  if (sched_getaffinity(0, sizeof one, &one) != 0) GTEST_SKIP() << "sched_getaffinity failed";
+  int cpu = 0;
+  while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &one)) ++cpu;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  std::atomic<bool> spinning{false}, done{false};
+  std::thread rival([&] {
+    sched_setaffinity(0, sizeof one, &one);
+    spinning.store(true);
+    while (!done.load(std::memory_order_relaxed)) {
+    }
+  });
+  cpu_set_t saved;
+  sched_getaffinity(0, sizeof saved, &saved);
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  while (!spinning.load()) std::this_thread::yield();  // readiness: the rival runs on our CPU
+  Session s;
+  SessionOptions o;
+  o.cpu_time = true;
+  ASSERT_TRUE(s.start(o).is_ok());
+  {
+    STALLDX_RANGE_VAR(r, decode, "spin", RangeIds{-1, 0, 0});
+    const auto cpu_now = [] {
+      timespec ts{};
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+      return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+    };
+    const std::int64_t start = cpu_now();
+    while (cpu_now() - start < 30'000'000) {
+    }  // 30 ms of our own CPU time
+  }
+  s.stop();
+  done.store(true);
+  rival.join();
+  sched_setaffinity(0, sizeof saved, &saved);
+  ASSERT_EQ(s.trace().ranges.size(), 1u);
+  const HostRange& r = s.trace().ranges[0];
+  ASSERT_GE(r.runq_ns, 0) << "run-queue delay not sampled";
+  EXPECT_GT(r.runq_ns, 0);
+  EXPECT_LE(r.cpu_ns + r.runq_ns, (r.end_ns - r.begin_ns) + 2'000'000);  // + the fraction's rounding and clock granularity
 }
 
 TEST(Recorder, NothingRecordedOutsideASession) {

@@ -1,10 +1,11 @@
 #include "recorder.h"
 
 #include <algorithm>
+#include <charconv>
 
 #include <pthread.h>
+#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,10 +41,19 @@ std::int64_t thread_cpu_ns() noexcept {
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
-std::int64_t thread_ctx_switches() noexcept {
-  rusage ru;
-  if (getrusage(RUSAGE_THREAD, &ru) != 0) return -1;
-  return ru.ru_nvcsw + ru.ru_nivcsw;
+// The thread's time spent runnable but not running (second field of schedstat, ns), -1 if unavailable.
+// For the calling thread the value is exact up to its last switch-in: a running thread accrues none.
+std::int64_t thread_runq_ns(int fd) noexcept {
+  if (fd < 0) return -1;
+  char buf[96];
+  const ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+  if (n <= 0) return -1;
+  const char* p = buf;
+  const char* end = buf + n;
+  while (p < end && *p != ' ') ++p;  // skip the on-CPU time
+  std::int64_t v = -1;
+  if (p < end) std::from_chars(p + 1, end, v);
+  return v;
 }
 // Coarse roles get CPU time: their ranges are long enough (≥ tens of µs) that two syscalls vanish.
 bool samples_cpu(Role role) noexcept {
@@ -69,6 +79,10 @@ RecordArray<T>::~RecordArray() {
 template struct RecordArray<RawRange>;
 template struct RecordArray<RawCounter>;
 
+ThreadBuffer::~ThreadBuffer() {
+  if (schedstat_fd >= 0) close(schedstat_fd);
+}
+
 ThreadBuffer* thread_buffer() noexcept {
   SessionState& s = g_state;
   if (!s.recording.load(std::memory_order_relaxed)) return nullptr;
@@ -79,6 +93,7 @@ ThreadBuffer* thread_buffer() noexcept {
   buf->os_tid = static_cast<std::int64_t>(syscall(SYS_gettid));
   buf->pthread_id = static_cast<std::uint64_t>(pthread_self());
   buf->name = tls_thread_name.empty() ? "thread" : tls_thread_name;
+  if (s.cpu_time) buf->schedstat_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
   buf->range_cap = s.range_cap;
   buf->counter_cap = s.counter_cap;
   buf->ranges = std::make_unique<RecordArray<RawRange>>(buf->range_cap, s.prefault);
@@ -105,21 +120,21 @@ void begin_range(OpenRange& r) noexcept {
   r.begin_ns = now_ns();
   // CPU samples sit inside the wall interval, so cpu/wall <= 1 up to the CPU clock's granularity.
   if (s.cpu_time && samples_cpu(r.role)) {
-    r.csw_begin = thread_ctx_switches();
+    r.runq_begin_ns = thread_runq_ns(r.buffer->schedstat_fd);
     r.cpu_begin_ns = thread_cpu_ns();
   } else {
     r.cpu_begin_ns = -1;
-    r.csw_begin = -1;
+    r.runq_begin_ns = -1;
   }
 }
 
 void end_range(OpenRange& r) noexcept {
   ThreadBuffer* buf = r.buffer;
   if (buf == nullptr) return;
-  std::int64_t cpu_end = -1, csw_end = -1;
+  std::int64_t cpu_end = -1, runq_end = -1;
   if (r.cpu_begin_ns >= 0) {
     cpu_end = thread_cpu_ns();
-    csw_end = thread_ctx_switches();
+    runq_end = thread_runq_ns(buf->schedstat_fd);
   }
   const std::int64_t end = now_ns();
   SessionState& s = g_state;
@@ -141,10 +156,14 @@ void end_range(OpenRange& r) noexcept {
   out.sample = r.ids.sample;
   if (r.cpu_begin_ns >= 0) {
     out.cpu_ns = cpu_end - r.cpu_begin_ns;
-    out.ctx_switches = (csw_end >= 0 && r.csw_begin >= 0) ? static_cast<std::int16_t>(std::min<std::int64_t>(csw_end - r.csw_begin, 32767)) : -1;
+    out.runq_frac = kRunqNotSampled;
+    if (runq_end >= 0 && r.runq_begin_ns >= 0 && end > r.begin_ns) {
+      const double f = static_cast<double>(runq_end - r.runq_begin_ns) / static_cast<double>(end - r.begin_ns);
+      out.runq_frac = static_cast<std::uint16_t>(std::clamp(f, 0.0, 1.0) * kRunqScale + 0.5);
+    }
   } else {
     out.cpu_ns = -1;
-    out.ctx_switches = -1;
+    out.runq_frac = kRunqNotSampled;
   }
   out.bytes = r.bytes;
   out.name = r.name;

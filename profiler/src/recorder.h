@@ -18,10 +18,13 @@ struct RawRange {  // one cache line
   std::int64_t begin_ns, end_ns, step, batch, sample, cpu_ns;
   std::uint64_t bytes;
   NameId name;
-  std::int16_t ctx_switches;  // clamped to 32767; -1 = not sampled
+  // Run-queue delay inside the range as a fraction of its wall time, in 1/kRunqScale units (the
+  // record stays one cache line); kRunqNotSampled = not sampled.
+  std::uint16_t runq_frac;
   Role role;
 };
 static_assert(sizeof(RawRange) == 64);
+inline constexpr std::uint16_t kRunqScale = 65534, kRunqNotSampled = 65535;
 struct RawCounter {
   std::int64_t ts_ns;
   double value;
@@ -48,11 +51,18 @@ struct ThreadBuffer {
   std::int64_t os_tid = 0;
   std::uint64_t pthread_id = 0;
   std::string name;
+  // /proc/thread-self/schedstat of the owning thread, opened at registration (pread on the range path,
+  // no allocation); -1 where the kernel does not offer it. Closed with the buffer.
+  int schedstat_fd = -1;
   std::unique_ptr<RecordArray<RawRange>> ranges;
   std::unique_ptr<RecordArray<RawCounter>> counters;
   std::size_t range_cap = 0, counter_cap = 0;
   std::atomic<std::size_t> range_count{0}, counter_count{0};
   std::atomic<std::uint64_t> range_dropped{0}, counter_dropped{0};
+  ThreadBuffer() = default;
+  ThreadBuffer(const ThreadBuffer&) = delete;
+  ThreadBuffer& operator=(const ThreadBuffer&) = delete;
+  ~ThreadBuffer();
 };
 
 struct SessionState {

@@ -120,8 +120,12 @@ void Session::stop() {
     const std::size_t nr = b.range_count.load(std::memory_order_acquire);
     for (std::size_t i = 0; i < nr; ++i) {
       const detail::RawRange& r = (*b.ranges)[i];
+      const std::int64_t runq =
+          r.runq_frac == detail::kRunqNotSampled
+              ? -1
+              : static_cast<std::int64_t>(static_cast<double>(r.end_ns - r.begin_ns) * r.runq_frac / detail::kRunqScale + 0.5);
       trace_.ranges.push_back(HostRange{r.begin_ns, r.end_ns, lane, r.name, r.role, r.step, r.batch, r.sample,
-                                        r.cpu_ns, r.ctx_switches, r.bytes});
+                                        r.cpu_ns, runq, r.bytes});
     }
     const std::size_t nc = b.counter_count.load(std::memory_order_acquire);
     for (std::size_t i = 0; i < nc; ++i) {

@@ -23,8 +23,9 @@ struct Loop {
     t.meta.host_facts = HostFacts{cpus, cpus, 0.5, 0.5};
   }
   void range(Role role, const char* name, double b, double e, std::int64_t step, std::int64_t batch, std::uint32_t thread = 0,
-             double cpu_ms = -1) {
-    t.ranges.push_back({ns(b), ns(e), thread, t.intern(name), role, step, batch, -1, cpu_ms < 0 ? -1 : ns(cpu_ms), -1, 0});
+             double cpu_ms = -1, double runq_ms = -1) {
+    t.ranges.push_back({ns(b), ns(e), thread, t.intern(name), role, step, batch, -1, cpu_ms < 0 ? -1 : ns(cpu_ms),
+                        runq_ms < 0 ? -1 : ns(runq_ms), 0});
   }
   void call(const char* api, double b, double e, std::int64_t step, ActivityKind kind, const char* name, double ab, double ae,
             MemKind mem = MemKind::none) {
@@ -43,14 +44,15 @@ struct Loop {
   }
 };
 
-// Each step waits 15 ms on batch k produced by a `role` range with cpu/wall `cpu`, then a 20 ms kernel.
-Trace input_loop(Role role, double cpu, const std::map<std::string, std::string>& config, int cpus = 16) {
+// Each step waits 15 ms on batch k produced by a `role` range with cpu/wall `cpu` (and run-queue delay /
+// wall `runq`, -1 = not sampled), then a 20 ms kernel.
+Trace input_loop(Role role, double cpu, const std::map<std::string, std::string>& config, int cpus = 16, double runq = -1) {
   Loop l(config, cpus);
   double t = 0;
   for (int k = 0; k < 12; ++k) {
     l.range(Role::step, "step", t, t + 15.2, k, k);
     l.range(Role::wait_batch, "wait_batch", t, t + 15, k, k);
-    l.range(role, role == Role::decode ? "decode" : "read", t, t + 15, -1, k, 1, 15 * cpu);
+    l.range(role, role == Role::decode ? "decode" : "read", t, t + 15, -1, k, 1, 15 * cpu, runq < 0 ? -1 : 15 * runq);
     l.call("cudaLaunchKernel", t + 15, t + 15.1, k, ActivityKind::kernel, "k", t + 15.1, t + 35.1);
     t += 35.1;
   }
@@ -98,6 +100,28 @@ TEST(Advice, MoreWorkersOnlyWhenDecodeRanAndCoresAreFree) {
   const Report full = diagnose(input_loop(Role::decode, 0.95, {{"workers", "4"}}, 4));
   EXPECT_FALSE(has(full, Advice::more_workers)) << all(full);
   EXPECT_TRUE(has(full, Advice::oversubscribed));
+}
+
+// Reads that ran little of their wall time: waiting on storage when they were blocked, the host's CPU
+// denied when they were runnable (run-queue delay) — then the verdict is the CPU and "more concurrent
+// reads" is never advised.
+TEST(Advice, QueuedReadsAreCpuStarvationNotStorage) {
+  const Report blocked = diagnose(input_loop(Role::retrieval, 0.05, {{"workers", "4"}}, 16, 0.02));
+  EXPECT_EQ(blocked.steps[3].verdict, Verdict::retrieval);
+  EXPECT_EQ(blocked.steps[3].causes.front().cause, Cause::storage_wait);
+  const Report queued = diagnose(input_loop(Role::retrieval, 0.05, {{"workers", "4"}}, 16, 0.9));
+  EXPECT_EQ(queued.steps[3].verdict, Verdict::decoding) << queued.steps[3].evidence;
+  EXPECT_EQ(queued.steps[3].causes.front().cause, Cause::read_starved);
+  EXPECT_NE(queued.steps[3].evidence.find("queued 0.90"), std::string::npos) << queued.steps[3].evidence;
+  EXPECT_FALSE(has(queued, Advice::storage_latency)) << all(queued);
+  EXPECT_FALSE(has(queued, Advice::more_workers)) << all(queued);
+  EXPECT_TRUE(has(queued, Advice::oversubscribed)) << all(queued);
+  // Decode with a low cpu/wall but no run-queue delay was blocked, not denied a CPU.
+  const Report decode_blocked = diagnose(input_loop(Role::decode, 0.45, {{"workers", "4"}}, 16, 0.0));
+  EXPECT_EQ(decode_blocked.steps[3].causes.front().cause, Cause::decode_cpu_bound);
+  const Report decode_queued = diagnose(input_loop(Role::decode, 0.45, {{"workers", "4"}}, 16, 0.5));
+  EXPECT_TRUE(has(decode_queued, Advice::oversubscribed)) << all(decode_queued);
+  EXPECT_FALSE(has(decode_queued, Advice::more_workers)) << all(decode_queued);
 }
 
 TEST(Advice, DecodeOptionsOnlyWhenNotAlreadySet) {

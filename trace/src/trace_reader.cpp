@@ -130,7 +130,7 @@ void read_event(const json& ev, Trace& t) {
       r.batch = get_int(args, "batch", -1);
       r.sample = get_int(args, "sample", -1);
       r.cpu_ns = get_int(args, "cpu_ns", -1);
-      r.ctx_switches = get_int(args, "ctx_switches", -1);
+      r.runq_ns = get_int(args, "runq_ns", -1);
       r.bytes = static_cast<std::uint64_t>(get_int(args, "bytes", 0));
       t.ranges.push_back(r);
     } else if (kind == "runtime") {

@@ -108,7 +108,7 @@ Status write_trace_json(const Trace& t, std::ostream& os) {
     if (r.batch != -1) w.kv_int("batch", r.batch);
     if (r.sample != -1) w.kv_int("sample", r.sample);
     if (r.cpu_ns != -1) w.kv_int("cpu_ns", r.cpu_ns);
-    if (r.ctx_switches != -1) w.kv_int("ctx_switches", r.ctx_switches);
+    if (r.runq_ns != -1) w.kv_int("runq_ns", r.runq_ns);
     if (r.bytes != 0) w.kv_int("bytes", static_cast<std::int64_t>(r.bytes));
     w.buf += "}}";
   }

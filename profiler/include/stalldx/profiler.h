@@ -50,7 +50,7 @@ struct OpenRange {
   ThreadBuffer* buffer;        // the recording thread's buffer, taken at begin; null = not recording
   std::int64_t begin_ns;
   std::int64_t cpu_begin_ns;   // thread CPU clock, -1 when not sampled
-  std::int64_t csw_begin;      // voluntary + involuntary context switches, -1 when not sampled
+  std::int64_t runq_begin_ns;  // thread's run-queue delay so far (schedstat), -1 when not sampled
   NameId name;
   Role role;
   RangeIds ids;

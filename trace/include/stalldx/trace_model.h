@@ -28,7 +28,7 @@ struct HostRange {
   Role role = Role::user;
   std::int64_t step = -1, batch = -1, sample = -1;
   std::int64_t cpu_ns = -1;    // thread CPU time inside the range; -1 = not sampled
-  std::int64_t ctx_switches = -1;  // context switches inside the range; -1 = not sampled
+  std::int64_t runq_ns = -1;   // time the thread was runnable but not running inside the range; -1 = not sampled
   std::uint64_t bytes = 0;
   bool operator==(const HostRange&) const = default;
 };

@@ -26,6 +26,7 @@ struct Thresholds {
   int short_capture_steps = 10;       // fewer steady-state steps than this: "too short for steady state"
   double waiting_cpu_ratio = 0.3;     // cpu/wall under this on reads: waiting on storage
   double contention_cpu_ratio = 0.7;  // cpu/wall under this on decodes: the thread was not running
+  double starved_runq_ratio = 0.2;    // producers queued for a CPU this share of their wall time: the host is oversubscribed
 };
 
 // The names of classes, verdicts and causes are defined once, in vocabulary.cpp.
@@ -43,6 +44,7 @@ enum class Cause : std::uint8_t {
   storage_read,       // retrieval: reads on CPU, or CPU time not sampled
   decode_cpu_bound,   // decoding: decode threads were running (cpu/wall high)
   decode_starved,     // decoding: decode threads ran well under their wall time (CPU contention)
+  read_starved,       // decoding (the CPU): read threads were runnable but not running (run-queue delay)
   input_unsplit,      // waiting for a batch whose producers left no records (workers not annotated)
   pageable_copy,      // submission: copy from pageable memory, staged by the host
   per_sample_copies,  // submission: many small copies per step
@@ -54,7 +56,7 @@ enum class Cause : std::uint8_t {
   unmapped_range,     // unattributed: inside a range with no stall role
   outside_ranges,     // unattributed: the consumer was outside any range
 };
-inline constexpr int kCauseCount = 14;
+inline constexpr int kCauseCount = 15;
 const char* cause_name(Cause c);
 StallClass cause_class(Cause c);
 
@@ -132,6 +134,7 @@ struct RunSummary {
   double steady_window_ms = 0, steady_busy_ms = 0, steady_stall_ms = 0;
   std::array<double, kCauseCount> cause_ms{};                // steady-state totals by cause
   double decode_cpu_ratio = -1, read_cpu_ratio = -1;         // producers' cpu/wall over steady steps (-1 unknown)
+  double producer_runq_ratio = -1;  // producers' run-queue delay / wall over steady steps (-1 not sampled)
   double launches_per_step = 0, host_us_per_launch = 0, device_us_per_kernel = 0;
   std::string dominant;                                      // most frequent steady-state verdict
   std::vector<Advised> advice;                               // the recommendations, in order
