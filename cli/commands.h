@@ -8,6 +8,7 @@
 #include <functional>
 #include <string_view>
 
+#include "stalldx/diagnose/diagnosis.h"
 #include "stalldx/status.h"
 #include "stalldx/stop.h"
 
@@ -21,6 +22,10 @@ Action add_diagnose_command(CLI::App& app);
 Action add_sweep_command(CLI::App& app);
 Action add_eval_command(CLI::App& app);
 Action add_tune_command(CLI::App& app);
+Action add_record_command(CLI::App& app);
+
+// The diagnosis thresholds as options (diagnose, record).
+void add_threshold_options(CLI::App& sub, diagnose::Thresholds& th);
 
 // Raised by SIGINT/SIGTERM (installed by main); every long command polls it and stops cleanly.
 StopFlag& stop_flag();

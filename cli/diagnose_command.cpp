@@ -20,6 +20,17 @@ struct DiagnoseArgs {
 };
 }  // namespace
 
+void add_threshold_options(CLI::App& sub, diagnose::Thresholds& th) {
+  sub.add_option("--device-bound-ms", th.device_bound_ms, "stall at or under this (ms) is device-bound")
+      ->capture_default_str()->check(finite_in(0.0, 1e6));
+  sub.add_option("--device-bound-fraction", th.device_bound_fraction, "... or under this fraction of the step window")
+      ->capture_default_str()->check(finite_in(0.0, 1.0));
+  sub.add_option("--dominant-share", th.dominant_share, "share of the stall a class needs to name the verdict")
+      ->capture_default_str()->check(finite_in(0.0, 1.0));
+  sub.add_option("--warmup", th.warmup_steps, "warm-up steps (-1 = from the trace's config)")
+      ->capture_default_str()->check(CLI::Range(-1, 100000));
+}
+
 Action add_diagnose_command(CLI::App& app) {
   auto a = std::make_shared<DiagnoseArgs>();
   CLI::App* sub = app.add_subcommand("diagnose", "give every step of a stalldx trace a verdict, with evidence");
@@ -29,14 +40,7 @@ Action add_diagnose_command(CLI::App& app) {
   sub->add_flag("--no-summaries", a->no_summaries, "leave out the summary tables");
   sub->add_option("--what-if", a->what_if, "predict steady img/s at these worker counts (comma-separated) from this run's costs")
       ->delimiter(',')->check(CLI::Range(1, 1024));
-  sub->add_option("--device-bound-ms", a->th.device_bound_ms, "stall at or under this (ms) is device-bound")
-      ->capture_default_str()->check(finite_in(0.0, 1e6));
-  sub->add_option("--device-bound-fraction", a->th.device_bound_fraction, "... or under this fraction of the step window")
-      ->capture_default_str()->check(finite_in(0.0, 1.0));
-  sub->add_option("--dominant-share", a->th.dominant_share, "share of the stall a class needs to name the verdict")
-      ->capture_default_str()->check(finite_in(0.0, 1.0));
-  sub->add_option("--warmup", a->th.warmup_steps, "warm-up steps (-1 = from the trace's config)")
-      ->capture_default_str()->check(CLI::Range(-1, 100000));
+  add_threshold_options(*sub, a->th);
   return [a] {
     if (!a->svg.empty()) {
       OutputCheck check{"SVG"};

@@ -20,8 +20,13 @@ TraceIndex::TraceIndex(const Trace& t, const Thresholds& th) : trace(t), thresho
       if (r.role == Role::step && r.step >= 0) by_step.emplace(r.step, &r);
     } else if ((r.role == Role::retrieval || r.role == Role::decode) && r.batch >= 0) {
       producer_by_batch[r.batch].push_back(&r);
+    } else if (r.role == Role::retrieval || r.role == Role::decode) {
+      unbatched_producers.push_back(&r);
+      unbatched_longest_ns = std::max(unbatched_longest_ns, r.end_ns - r.begin_ns);
     }
   }
+  std::sort(unbatched_producers.begin(), unbatched_producers.end(),
+            [](const HostRange* a, const HostRange* b) { return a->begin_ns < b->begin_ns; });
   for (auto& [s, r] : by_step) steps.push_back(r);
   std::unordered_map<std::uint32_t, bool> launch_name;
   for (const RuntimeCall& c : t.calls)
@@ -99,11 +104,21 @@ InputSplit split_wait(const TraceIndex& ix, const HostRange& w) {
   InputSplit s;
   const std::int64_t batch = w.batch >= 0 ? w.batch : w.step;
   auto it = ix.producer_by_batch.find(batch);
-  if (it == ix.producer_by_batch.end()) return s;
+  std::vector<const HostRange*> overlapping;
+  if (it == ix.producer_by_batch.end()) {
+    // No producer names this batch: the producers that worked during the wait (any batch).
+    const std::int64_t from = w.begin_ns - ix.unbatched_longest_ns;
+    auto p = std::lower_bound(ix.unbatched_producers.begin(), ix.unbatched_producers.end(), from,
+                              [](const HostRange* r, std::int64_t v) { return r->begin_ns < v; });
+    for (; p != ix.unbatched_producers.end() && (*p)->begin_ns < w.end_ns; ++p)
+      if ((*p)->end_ns > w.begin_ns) overlapping.push_back(*p);
+    if (overlapping.empty()) return s;
+  }
+  const std::vector<const HostRange*>& producers = it == ix.producer_by_batch.end() ? overlapping : it->second;
   double r_ov = 0, d_ov = 0, r_tot = 0, d_tot = 0;
   double r_cpu = 0, r_wall = 0, d_cpu = 0, d_wall = 0;
   double r_q = 0, r_qwall = 0, d_q = 0, d_qwall = 0;
-  for (const HostRange* p : it->second) {
+  for (const HostRange* p : producers) {
     const double ov = ms(std::max<std::int64_t>(0, std::min(p->end_ns, w.end_ns) - std::max(p->begin_ns, w.begin_ns)));
     const double wall = ms(p->end_ns - p->begin_ns);
     const bool read = p->role == Role::retrieval;

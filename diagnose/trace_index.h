@@ -24,6 +24,10 @@ struct TraceIndex {
   std::unordered_map<std::uint64_t, std::vector<std::size_t>> activities_by_corr;
   std::unordered_map<std::uint64_t, const RuntimeCall*> call_by_corr;   // consumer's calls
   std::unordered_map<std::int64_t, std::vector<const HostRange*>> producer_by_batch;  // retrieval/decode off the consumer
+  // Retrieval/decode ranges that name no batch (a recorded program's workers), by begin time; a wait is
+  // split by those overlapping it. unbatched_longest_ns bounds the search back from a wait's begin.
+  std::vector<const HostRange*> unbatched_producers;
+  std::int64_t unbatched_longest_ns = 0;
   int warmup = 0;
   struct Launches { int count = 0; std::int64_t host_ns = 0; };
   std::unordered_map<std::int64_t, Launches> launches_by_step;   // consumer's kernel launch calls (by call.step)

@@ -8,4 +8,6 @@ Status install(Session& session) {
   return session.add_collector(make_nvtx_mirror());
 }
 
+Status install_cupti(Session& session) { return session.add_collector(make_cupti_collector()); }
+
 }  // namespace stalldx::cuda

@@ -1,4 +1,5 @@
 #include "recorder.h"
+#include "stalldx/thread_clock.h"
 
 #include <algorithm>
 #include <charconv>
@@ -28,7 +29,8 @@ SessionState& session_state() { return g_state; }
 
 namespace {
 // initial-exec TLS: a direct %fs-relative load on the hot path instead of a __tls_get_addr call (the
-// profiler is linked into executables, never dlopen'ed).
+// profiler is linked into executables, and into the dlopen'ed injection library, whose 16 bytes here fit the
+// static TLS surplus glibc keeps for dlopen).
 struct TlsState {
   ThreadBuffer* buffer;
   std::uint64_t generation;
@@ -36,25 +38,6 @@ struct TlsState {
 __attribute__((tls_model("initial-exec"))) thread_local TlsState tls{nullptr, ~0ull};
 thread_local std::string tls_thread_name;
 
-std::int64_t thread_cpu_ns() noexcept {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-// The thread's time spent runnable but not running (second field of schedstat, ns), -1 if unavailable.
-// For the calling thread the value is exact up to its last switch-in: a running thread accrues none.
-std::int64_t thread_runq_ns(int fd) noexcept {
-  if (fd < 0) return -1;
-  char buf[96];
-  const ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
-  if (n <= 0) return -1;
-  const char* p = buf;
-  const char* end = buf + n;
-  while (p < end && *p != ' ') ++p;  // skip the on-CPU time
-  std::int64_t v = -1;
-  if (p < end) std::from_chars(p + 1, end, v);
-  return v;
-}
 // Coarse roles get CPU time: their ranges are long enough (≥ tens of µs) that two syscalls vanish.
 bool samples_cpu(Role role) noexcept {
   return role == Role::retrieval || role == Role::decode || role == Role::wait_batch || role == Role::step ||
@@ -93,7 +76,7 @@ ThreadBuffer* thread_buffer() noexcept {
   buf->os_tid = static_cast<std::int64_t>(syscall(SYS_gettid));
   buf->pthread_id = static_cast<std::uint64_t>(pthread_self());
   buf->name = tls_thread_name.empty() ? "thread" : tls_thread_name;
-  if (s.cpu_time) buf->schedstat_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+  if (s.cpu_time) buf->schedstat_fd = open_thread_schedstat();
   buf->range_cap = s.range_cap;
   buf->counter_cap = s.counter_cap;
   buf->ranges = std::make_unique<RecordArray<RawRange>>(buf->range_cap, s.prefault);

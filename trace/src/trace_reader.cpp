@@ -88,7 +88,8 @@ void read_meta(const json& m, Trace& t) {
     if (th.contains("pthread")) {
       try { pthread = std::stoull(get_str(th, "pthread")); } catch (const std::exception&) { throw BadTrace{"bad thread 'pthread' id"}; }
     }
-    t.threads.push_back(ThreadInfo{static_cast<std::uint32_t>(get_int(th, "id", 0)), get_int(th, "os_tid", 0), get_str(th, "name"), pthread});
+    t.threads.push_back(ThreadInfo{static_cast<std::uint32_t>(get_int(th, "id", 0)), get_int(th, "os_tid", 0), get_str(th, "name"), pthread,
+                                   get_int(th, "pid", 0), th.contains("process") ? get_str(th, "process") : std::string()});
   }
 }
 

@@ -21,6 +21,7 @@ namespace stalldx {
 namespace {
 
 constexpr int kHostPid = 1;
+constexpr int kFirstProcessPid = 1000;  // above the device lanes (100 + device)
 int device_pid(std::int32_t device) { return 100 + device; }  // -1 (host stand-in) -> 99
 
 void append_escaped(std::string& out, const std::string& s) {
@@ -69,12 +70,39 @@ Status write_trace_json(const Trace& t, std::ostream& os) {
   w.buf.reserve(1u << 21);
   w.buf += "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
 
-  // Lanes: host process + threads, one process per device with its streams.
-  w.begin_event();
-  fmt::format_to(std::back_inserter(w.buf), "{{\"ph\":\"M\",\"pid\":{},\"name\":\"process_name\",\"args\":{{\"name\":\"host\"}}}}", kHostPid);
+  // Lanes: host process(es) + threads, one process per device with its streams. Threads of recorded
+  // programs group by their OS process (lane pid kFirstProcessPid + ordinal of first appearance).
+  std::vector<int> lane_pid(t.threads.size(), kHostPid);
+  {
+    std::unordered_map<std::int64_t, int> ordinal;
+    bool host_named = false;
+    for (std::size_t i = 0; i < t.threads.size(); ++i) {
+      const ThreadInfo& th = t.threads[i];
+      if (th.pid == 0) {
+        if (!host_named) {
+          w.begin_event();
+          fmt::format_to(std::back_inserter(w.buf), "{{\"ph\":\"M\",\"pid\":{},\"name\":\"process_name\",\"args\":{{\"name\":\"host\"}}}}", kHostPid);
+          host_named = true;
+        }
+        continue;
+      }
+      auto [it, fresh] = ordinal.emplace(th.pid, kFirstProcessPid + static_cast<int>(ordinal.size()));
+      lane_pid[i] = it->second;
+      if (!fresh) continue;
+      w.begin_event();
+      fmt::format_to(std::back_inserter(w.buf), "{{\"ph\":\"M\",\"pid\":{},\"name\":\"process_name\",\"args\":{{\"name\":", it->second);
+      append_escaped(w.buf, fmt::format("pid {}: {}", th.pid, th.process));
+      w.buf += "}}";
+    }
+    if (!host_named && t.threads.empty()) {
+      w.begin_event();
+      fmt::format_to(std::back_inserter(w.buf), "{{\"ph\":\"M\",\"pid\":{},\"name\":\"process_name\",\"args\":{{\"name\":\"host\"}}}}", kHostPid);
+    }
+  }
+  const auto host_pid = [&](std::uint32_t thread) { return thread < lane_pid.size() ? lane_pid[thread] : kHostPid; };
   for (const ThreadInfo& th : t.threads) {
     w.begin_event();
-    fmt::format_to(std::back_inserter(w.buf), "{{\"ph\":\"M\",\"pid\":{},\"tid\":{},\"name\":\"thread_name\",\"args\":{{\"name\":", kHostPid, th.id + 1);
+    fmt::format_to(std::back_inserter(w.buf), "{{\"ph\":\"M\",\"pid\":{},\"tid\":{},\"name\":\"thread_name\",\"args\":{{\"name\":", host_pid(th.id), th.id + 1);
     append_escaped(w.buf, fmt::format("{} ({})", th.name, th.os_tid));
     w.buf += "}}";
   }
@@ -98,7 +126,7 @@ Status write_trace_json(const Trace& t, std::ostream& os) {
 
   for (const HostRange& r : t.ranges) {
     w.begin_event();
-    fmt::format_to(std::back_inserter(w.buf), "{{\"ph\":\"X\",\"pid\":{},\"tid\":{},\"cat\":\"{}\",\"ts\":", kHostPid, r.thread + 1, role_name(r.role));
+    fmt::format_to(std::back_inserter(w.buf), "{{\"ph\":\"X\",\"pid\":{},\"tid\":{},\"cat\":\"{}\",\"ts\":", host_pid(r.thread), r.thread + 1, role_name(r.role));
     append_us(w.buf, r.begin_ns - origin);
     w.buf += ",\"dur\":";
     append_us(w.buf, r.end_ns - r.begin_ns);
@@ -114,7 +142,7 @@ Status write_trace_json(const Trace& t, std::ostream& os) {
   }
   for (const RuntimeCall& c : t.calls) {
     w.begin_event();
-    fmt::format_to(std::back_inserter(w.buf), "{{\"ph\":\"X\",\"pid\":{},\"tid\":{},\"cat\":\"cuda_api\",\"ts\":", kHostPid, c.thread + 1);
+    fmt::format_to(std::back_inserter(w.buf), "{{\"ph\":\"X\",\"pid\":{},\"tid\":{},\"cat\":\"cuda_api\",\"ts\":", host_pid(c.thread), c.thread + 1);
     append_us(w.buf, c.begin_ns - origin);
     w.buf += ",\"dur\":";
     append_us(w.buf, c.end_ns - c.begin_ns);
@@ -148,7 +176,7 @@ Status write_trace_json(const Trace& t, std::ostream& os) {
     if (it == by_corr.end()) continue;
     const RuntimeCall& c = *it->second;
     w.begin_event();
-    fmt::format_to(std::back_inserter(w.buf), "{{\"ph\":\"s\",\"id\":{},\"pid\":{},\"tid\":{},\"cat\":\"launch\",\"name\":\"launch\",\"ts\":", a.correlation, kHostPid, c.thread + 1);
+    fmt::format_to(std::back_inserter(w.buf), "{{\"ph\":\"s\",\"id\":{},\"pid\":{},\"tid\":{},\"cat\":\"launch\",\"name\":\"launch\",\"ts\":", a.correlation, host_pid(c.thread), c.thread + 1);
     append_us(w.buf, c.begin_ns - origin);
     w.buf += "}";
     w.begin_event();
@@ -196,6 +224,10 @@ Status write_trace_json(const Trace& t, std::ostream& os) {
     fmt::format_to(std::back_inserter(w.buf), "{{\"id\":{},\"os_tid\":{},\"pthread\":\"{}\",\"name\":", t.threads[i].id,
                    t.threads[i].os_tid, t.threads[i].pthread_id);
     append_escaped(w.buf, t.threads[i].name);
+    if (t.threads[i].pid != 0) {
+      fmt::format_to(std::back_inserter(w.buf), ",\"pid\":{},\"process\":", t.threads[i].pid);
+      append_escaped(w.buf, t.threads[i].process);
+    }
     w.buf += "}";
   }
   w.buf += "]}}\n";

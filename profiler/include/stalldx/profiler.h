@@ -102,7 +102,7 @@ void set_thread_name(std::string_view name);
 
 struct SessionOptions {
   bool host = true;          // record host ranges and counters
-  bool cpu_time = true;      // thread CPU time + context switches on coarse roles (retrieval, decode, wait_batch, step)
+  bool cpu_time = true;      // thread CPU time + run-queue delay on coarse roles (retrieval, decode, wait_batch, step, sync)
   bool nvtx = true;          // mirror ranges to NVTX domain "stalldx" (only when built with CUDA)
   bool cupti = true;         // CUPTI runtime + device activity (only when a CUDA collector was installed)
   std::size_t ranges_per_thread = 1u << 17;   // bound of each thread's range buffer (64 B a range: 8 MiB)

@@ -18,6 +18,8 @@ struct ThreadInfo {
   std::int64_t os_tid = 0;     // gettid()
   std::string name;            // "consumer", "worker", ...
   std::uint64_t pthread_id = 0;  // pthread_self(), to match collectors that report it instead of the tid
+  std::int64_t pid = 0;        // OS process of a recorded program (stalldx record); 0 = the recording process
+  std::string process;         // that process's name (its command line), shown as its lane group
   bool operator==(const ThreadInfo&) const = default;
 };
 

@@ -14,5 +14,7 @@ namespace stalldx::cuda {
 // Adds the CUPTI collector and the NVTX mirror to `session` (before session.start()). CUPTI is
 // process-wide: one session at a time may run it.
 Status install(Session& session);
+// Adds the CUPTI collector alone: for a tool that takes NVTX ranges itself (the injection library).
+Status install_cupti(Session& session);
 
 }  // namespace stalldx::cuda

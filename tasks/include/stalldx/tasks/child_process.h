@@ -23,4 +23,15 @@ struct ChildResult {
 // when the signal arrived just before the wait began.
 Status run_child(const std::vector<std::string>& argv, const std::string& log_path, ChildResult& result, const StopFlag* stop = nullptr);
 
+struct ChildOptions {
+  std::string log_path;  // empty: the child shares our stdout/stderr
+  std::vector<std::pair<std::string, std::string>> env;  // set (or replaced) in the child's environment
+  bool search_path = false;  // argv[0] without a '/' is looked up in PATH (posix_spawnp)
+  // The child leads its own process group and a stop is forwarded to the group once (a terminal's
+  // Ctrl-C then reaches it through us only, not twice).
+  bool own_process_group = false;
+};
+// As above with options. A program that cannot be started is Status::unavailable (the caller exits 127).
+Status run_child(const std::vector<std::string>& argv, const ChildOptions& options, ChildResult& result, const StopFlag* stop = nullptr);
+
 }  // namespace stalldx::tasks

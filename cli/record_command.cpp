@@ -1,0 +1,71 @@
+// `stalldx record [options] -- CMD [ARGS...]`: options and printing only; the procedure is
+// tasks::run_record. Exits with CMD's exit code (127 when it could not start; 2 for bad options, before
+// CMD starts).
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "commands.h"
+#include "run_options.h"
+#include "stalldx/diagnose/diagnosis.h"
+#include "stalldx/output_file.h"
+#include "stalldx/tasks/record.h"
+
+namespace stalldx::cli {
+
+namespace {
+struct RecordArgs {
+  tasks::RecordOptions options;
+  std::string roles, step, svg;
+  bool json = false, no_summaries = false;
+  diagnose::Thresholds th;
+};
+}  // namespace
+
+Action add_record_command(CLI::App& app) {
+  auto a = std::make_shared<RecordArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "record", "run any program unmodified, record its NVTX ranges and CUDA activity (injection), and diagnose every step");
+  sub->add_option("--trace", a->options.trace, "where to write the merged trace")->capture_default_str();
+  sub->add_option("--roles", a->roles, "TOML file mapping range names to roles ([[role]] match = \"regex\", role = \"...\")");
+  sub->add_option("--step", a->step, "regular expression: ranges whose names match are steps");
+  sub->add_flag("--keep-parts", a->options.keep_parts, "keep the per-process part files (their folder is printed)");
+  sub->add_flag("--json", a->json, "print the report as JSON");
+  sub->add_option("--svg", a->svg, "write a per-step busy + stall chart as SVG");
+  sub->add_flag("--no-summaries", a->no_summaries, "leave out the summary tables");
+  add_threshold_options(*sub, a->th);
+  sub->add_option("command", a->options.command, "the program and its arguments, after --")->required();
+  sub->footer("Example: stalldx record --trace train.json -- python train.py --epochs 1");
+  return [a] {
+    // Everything the user gave is checked before CMD starts (exit 2).
+    if (!a->roles.empty())
+      if (Status st = record::RoleMap::load(a->roles, a->options.roles); !st.is_ok()) return fail_input("record", st);
+    if (!a->step.empty()) {
+      try {
+        a->options.step = std::regex(a->step, std::regex::ECMAScript);
+      } catch (const std::regex_error& e) {
+        return fail_input("record", Status::invalid(fmt::format("--step \"{}\" is not a regular expression: {}", a->step, e.what())));
+      }
+    }
+    for (const std::string* path : {&a->options.trace, &a->svg}) {
+      if (path->empty()) continue;
+      OutputCheck check{path == &a->svg ? "SVG" : "trace"};
+      if (Status st = check_output_path(*path, check); !st.is_ok()) return fail_input("record", st);
+    }
+    a->options.inject_library = tasks::find_inject_library("");
+    tasks::RecordResult r;
+    if (Status st = tasks::run_record(a->options, r, &stop_flag()); !st.is_ok()) return fail("record", st);
+    fmt::print(stderr, "{}", tasks::record_summary_text(r));
+    if (!r.started) return r.exit_code();
+    if (a->options.keep_parts) fmt::print(stderr, "  parts kept in {}\n", r.parts_dir);
+    fmt::print(stderr, "  trace: {}\n", a->options.trace);
+    const diagnose::Report rep = diagnose::diagnose(r.trace, a->th);
+    const std::string out = a->json ? diagnose::report_json(rep) + "\n" : diagnose::report_text(rep, !a->no_summaries);
+    if (!print_checked("record", out)) return r.exit_code() != 0 ? r.exit_code() : 1;
+    if (!a->svg.empty())
+      if (Status st = write_file_atomic(a->svg, diagnose::report_svg(rep)); !st.is_ok()) fail("record", st);
+    return r.exit_code();
+  };
+}
+
+}  // namespace stalldx::cli

@@ -1,0 +1,47 @@
+// CUDA injection: the driver loads this library when CUDA_INJECTION64_PATH names it and calls
+// InitializeInjection at cuInit. We run a stalldx Session with the CUPTI collector alone (NVTX ranges
+// come through nvtx_injection.cpp) and write the records as <pid>.cuda.json at exit. A marker written at
+// start lets the merger say when a process used CUDA but ended before writing (killed).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "part_writer.h"
+#include "stalldx/cuda.h"
+#include "stalldx/profiler.h"
+#include "stalldx/trace_io.h"
+
+namespace {
+
+stalldx::Session* g_session = nullptr;  // leaked on purpose: used from the atexit handler
+
+std::string part_path(const char* suffix) {
+  return std::string(stalldx::inject::record_dir()) + "/" + std::to_string(getpid()) + suffix;
+}
+
+void write_cuda_part() {
+  if (g_session == nullptr) return;
+  g_session->stop();
+  (void)stalldx::write_trace_file(g_session->trace(), part_path(".cuda.json"));
+}
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
+  if (!stalldx::inject::enabled() || g_session != nullptr) return 1;
+  const int marker = ::open(part_path(".cuda.started").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (marker >= 0) ::close(marker);
+  auto* session = new stalldx::Session;
+  if (!stalldx::cuda::install_cupti(*session).is_ok()) return 1;
+  stalldx::SessionOptions o;
+  o.host = false;
+  o.cpu_time = false;
+  o.nvtx = false;
+  o.cupti = true;
+  if (!session->start(o).is_ok()) return 1;
+  g_session = session;
+  std::atexit(&write_cuda_part);
+  return 1;
+}

@@ -1,0 +1,33 @@
+// Internal to libstalldx_inject: a recorded process's durable parts (see <stalldx/record/part_format.h>).
+// Every function is safe to call from any thread of the recorded program; the range paths take no lock
+// after a thread's first range and never allocate after a name's first sight on that thread.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "stalldx/record/part_format.h"
+
+namespace stalldx::inject {
+
+// False when STALLDX_RECORD_DIR is unset (then nothing is recorded).
+bool enabled() noexcept;
+
+// Ids of names / domains in this process's names file; registered on first sight.
+std::uint32_t name_id(std::string_view text) noexcept;
+std::uint32_t domain_id(std::string_view text) noexcept;
+void name_thread(std::int64_t tid, std::string_view name) noexcept;
+
+// Push/pop ranges of the calling thread; pop returns false with no open push (counted).
+void push(std::uint32_t name, std::uint32_t domain, std::uint32_t category) noexcept;
+bool pop() noexcept;
+// Start/end ranges may end on another thread: the id is the record's address (0 = not recorded).
+std::uint64_t start(std::uint32_t name, std::uint32_t domain, std::uint32_t category) noexcept;
+void end(std::uint64_t id) noexcept;
+
+// This process's pid as the parts know it (refreshed after fork).
+std::int64_t process_id() noexcept;
+// The record directory (empty when disabled).
+const char* record_dir() noexcept;
+
+}  // namespace stalldx::inject

@@ -1,0 +1,46 @@
+// Merging a record directory (part_format.h) into one trace: one lane per recorded thread grouped by
+// process, NVTX ranges with roles from a RoleMap, each process's CUPTI records, and steps taken from the
+// step ranges of the thread that owns most of them (the consumer). Device work belongs to the step of
+// the runtime call that launched it (correlation id), never to the step it overlaps.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "stalldx/record/role_map.h"
+#include "stalldx/status.h"
+#include "stalldx/trace_model.h"
+
+namespace stalldx::record {
+
+struct RecordedProcess {
+  std::int64_t pid = 0, ppid = 0;
+  std::string command;
+  std::size_t threads = 0, ranges = 0;
+  bool used_cuda = false;      // the CUDA injection started in it
+  bool cuda_records = false;   // and it wrote its CUPTI part (it exited normally)
+};
+
+struct MergeReport {
+  std::vector<RecordedProcess> processes;
+  std::uint64_t ranges = 0, unclosed = 0, unbalanced_pops = 0, dropped = 0, unreadable_parts = 0;
+  std::uint64_t demoted_steps = 0;  // step-role ranges off the consumer thread or nested in another step
+  std::vector<std::string> problems;  // one line each, naming the file
+};
+
+struct MergeOptions {
+  std::optional<std::regex> step;  // --step: names matching it are steps (before the role map)
+  std::int64_t end_ns = 0;         // when recording ended: the end given to ranges never closed
+};
+
+Status merge_parts(const std::string& dir, const RoleMap& roles, const MergeOptions& options, Trace& out, MergeReport& report);
+
+// Steps from step ranges (the consumer = the thread with most of them; nested or off-consumer step
+// ranges become `user`); every consumer range gets the step that contains it, runtime calls the step
+// that contains their start, device activity the step of its call. Returns the ranges demoted.
+std::uint64_t assign_steps(Trace& t);
+
+}  // namespace stalldx::record

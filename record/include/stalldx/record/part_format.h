@@ -1,0 +1,52 @@
+// The files a recorded process leaves in the record directory (STALLDX_RECORD_DIR), written by the
+// injection library (inject/) and read by the merger (record/merge.cpp). Same host, same ABI: the
+// binary parts are native-endian POD. Everything a process writes is durable as soon as it is written
+// (file-backed shared mappings, O_APPEND lines), so a process that _exit()s, crashes or is killed
+// leaves what it recorded up to that moment.
+//
+//   <pid>.proc            one line: pid \t ppid \t command line (first record of the process)
+//   <pid>.names           lines: kind \t id \t text (kind 'n' range name, 'd' domain, 't' thread name by
+//                         tid); \t \n \\ in text escaped as \t \n \\
+//   <pid>.<tid>.ranges    PartHeader, then PartRange records (a sparse file: pages exist as written)
+//   <pid>.cuda.json       the process's CUPTI records as a stalldx trace (written at its exit)
+#pragma once
+
+#include <cstdint>
+
+namespace stalldx::record {
+
+inline constexpr std::uint64_t kPartMagic = 0x31746170786c6c73ull;  // "sllxpat1"
+inline constexpr std::uint32_t kPartVersion = 2;
+inline constexpr std::uint32_t kPartRangeCapacity = 1u << 20;  // per thread; beyond it ranges are dropped and counted
+inline constexpr const char* kRecordDirEnv = "STALLDX_RECORD_DIR";
+
+struct PartHeader {
+  std::uint64_t magic;
+  std::uint32_t version;
+  std::uint32_t record_size;        // sizeof(PartRange)
+  std::int64_t pid, tid;
+  std::uint64_t pthread_id;         // pthread_self() of the thread, to match CUPTI's thread ids
+  std::uint64_t count;              // records written (each begins open: end_ns == 0)
+  std::uint64_t dropped;            // ranges beyond the capacity
+  std::uint64_t unbalanced_pops;    // pops with no open push range on the thread
+  std::uint64_t reserved[8];
+};
+
+enum class PartRangeKind : std::uint32_t { push_pop = 0, start_end = 1 };
+
+struct PartRange {
+  std::int64_t begin_ns;            // CLOCK_MONOTONIC
+  std::int64_t end_ns;              // 0 = still open (never closed if the process ended)
+  std::uint32_t name;               // id in <pid>.names ('n')
+  std::uint32_t domain;             // id in <pid>.names ('d'); 0 = the default domain
+  std::uint32_t category;           // NVTX category, 0 = none
+  PartRangeKind kind;
+  // Push/pop ranges: the thread's CPU time and run-queue delay (schedstat) inside the range, ns; while
+  // the range is open they hold the values at its begin. -1 = not sampled (start/end ranges, which may
+  // end on another thread; run-queue delay where the kernel offers no schedstat).
+  std::int64_t cpu_ns;
+  std::int64_t runq_ns;
+};
+static_assert(sizeof(PartRange) == 48);
+
+}  // namespace stalldx::record

@@ -1,0 +1,321 @@
+#include "stalldx/record/merge.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <map>
+#include <unordered_map>
+
+#include "stalldx/record/part_format.h"
+#include "stalldx/trace_io.h"
+
+namespace stalldx::record {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string unescape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 1 < s.size()) {
+      const char c = s[++i];
+      out += c == 't' ? '\t' : c == 'n' ? '\n' : c;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+template <typename T>
+bool parse_int(std::string_view s, T& v) {
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+struct ProcessParts {
+  RecordedProcess info;
+  std::unordered_map<std::uint32_t, std::string> names, domains;
+  std::unordered_map<std::int64_t, std::string> thread_names;
+  std::vector<fs::path> range_files;
+};
+
+void read_names(const fs::path& path, ProcessParts& p, MergeReport& rep) {
+  std::string text;
+  if (!read_text_file(path.string(), text).is_ok()) {
+    rep.problems.push_back(fmt::format("{}: unreadable", path.string()));
+    return;
+  }
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t eol = text.find('\n', pos);
+    if (eol == std::string::npos) break;  // a line cut by a kill: ignored
+    std::string_view line(text.data() + pos, eol - pos);
+    pos = eol + 1;
+    const auto t1 = line.find('\t');
+    const auto t2 = t1 == std::string_view::npos ? t1 : line.find('\t', t1 + 1);
+    if (t1 != 1 || t2 == std::string_view::npos) continue;
+    const char kind = line[0];
+    std::int64_t id = 0;
+    if (!parse_int(line.substr(2, t2 - 2), id)) continue;
+    std::string value = unescape(line.substr(t2 + 1));
+    if (kind == 'n') p.names[static_cast<std::uint32_t>(id)] = std::move(value);
+    else if (kind == 'd') p.domains[static_cast<std::uint32_t>(id)] = std::move(value);
+    else if (kind == 't') p.thread_names[id] = std::move(value);
+  }
+}
+
+void read_proc(const fs::path& path, ProcessParts& p) {
+  std::string text;
+  if (!read_text_file(path.string(), text).is_ok()) return;
+  const auto t1 = text.find('\t');
+  const auto t2 = t1 == std::string::npos ? t1 : text.find('\t', t1 + 1);
+  if (t2 == std::string::npos) return;
+  parse_int(std::string_view(text).substr(t1 + 1, t2 - t1 - 1), p.info.ppid);
+  p.info.command = text.substr(t2 + 1);
+  while (!p.info.command.empty() && p.info.command.back() == '\n') p.info.command.pop_back();
+}
+
+// Reads one thread's range file into `t` (lane `lane`). Only the records the header publishes count.
+Status read_ranges(const fs::path& path, const ProcessParts& p, const RoleMap& roles, const MergeOptions& o, std::uint32_t lane,
+                   Trace& t, MergeReport& rep, std::int64_t& tid, std::uint64_t& pthread, bool& any_cpu) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::io(fmt::format("{}: cannot open", path.string()));
+  struct stat st{};
+  if (fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) < sizeof(PartHeader)) {
+    ::close(fd);
+    return Status::parse(fmt::format("{}: shorter than its header", path.string()));
+  }
+  const std::size_t bytes = static_cast<std::size_t>(st.st_size);
+  void* m = mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (m == MAP_FAILED) return Status::io(fmt::format("{}: cannot map", path.string()));
+  const auto* h = static_cast<const PartHeader*>(m);
+  Status result = Status::ok();
+  if (h->magic != kPartMagic || h->version != kPartVersion || h->record_size != sizeof(PartRange)) {
+    result = Status::parse(fmt::format("{}: not a stalldx range part (magic/version)", path.string()));
+  } else {
+    tid = h->tid;
+    pthread = h->pthread_id;
+    const std::uint64_t fits = (bytes - sizeof(PartHeader)) / sizeof(PartRange);
+    const std::uint64_t n = std::min<std::uint64_t>(h->count, fits);
+    rep.dropped += h->dropped;
+    rep.unbalanced_pops += h->unbalanced_pops;
+    const auto* recs = reinterpret_cast<const PartRange*>(h + 1);
+    std::unordered_map<std::uint32_t, std::uint32_t> interned;
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const PartRange& r = recs[i];
+      if (r.begin_ns <= 0) continue;
+      HostRange out;
+      out.begin_ns = r.begin_ns;
+      out.end_ns = r.end_ns;
+      if (out.end_ns == 0) {  // never closed: ends when the recording ended (its CPU fields hold begin values)
+        rep.unclosed++;
+        out.end_ns = std::max(o.end_ns, out.begin_ns);
+      } else if (r.kind == PartRangeKind::push_pop) {
+        out.cpu_ns = r.cpu_ns >= 0 ? std::min(r.cpu_ns, r.end_ns - r.begin_ns) : -1;
+        out.runq_ns = r.runq_ns >= 0 ? std::min(r.runq_ns, r.end_ns - r.begin_ns) : -1;
+        any_cpu = any_cpu || out.cpu_ns >= 0;
+      }
+      if (out.end_ns < out.begin_ns) continue;
+      out.thread = lane;
+      auto nit = p.names.find(r.name);
+      const std::string& name = nit == p.names.end() ? std::string() : nit->second;
+      auto dit = p.domains.find(r.domain);
+      const std::string domain = dit == p.domains.end() ? std::string() : dit->second;
+      auto [it, fresh] = interned.emplace(r.name, 0);
+      if (fresh) it->second = t.intern(name.empty() ? fmt::format("nvtx#{}", r.name) : name);
+      out.name = it->second;
+      if (o.step && std::regex_match(name, *o.step)) out.role = Role::step;
+      else out.role = roles.match(name, domain).value_or(Role::user);
+      t.ranges.push_back(out);
+      rep.ranges++;
+    }
+  }
+  munmap(m, bytes);
+  return result;
+}
+
+std::int64_t trailing_number(const std::string& s) {
+  std::size_t e = s.size();
+  std::size_t b = e;
+  while (b > 0 && std::isdigit(static_cast<unsigned char>(s[b - 1]))) --b;
+  if (b == e || e - b > 15) return -1;
+  std::int64_t v = -1;
+  parse_int(std::string_view(s).substr(b), v);
+  return v;
+}
+
+}  // namespace
+
+std::uint64_t assign_steps(Trace& t) {
+  std::map<std::uint32_t, int> per_thread;
+  for (const HostRange& r : t.ranges)
+    if (r.role == Role::step) per_thread[r.thread]++;
+  if (per_thread.empty()) return 0;
+  std::uint32_t consumer = per_thread.begin()->first;
+  for (auto& [th, n] : per_thread)
+    if (n > per_thread[consumer]) consumer = th;
+  // Outermost step ranges on the consumer, in time order; the rest become `user`.
+  std::vector<HostRange*> steps;
+  std::uint64_t demoted = 0;
+  for (HostRange& r : t.ranges)
+    if (r.role == Role::step) {
+      if (r.thread == consumer) steps.push_back(&r);
+      else { r.role = Role::user; demoted++; }
+    }
+  std::sort(steps.begin(), steps.end(), [](const HostRange* a, const HostRange* b) {
+    return a->begin_ns != b->begin_ns ? a->begin_ns < b->begin_ns : a->end_ns > b->end_ns;
+  });
+  std::vector<HostRange*> top;
+  for (HostRange* r : steps) {
+    if (!top.empty() && r->begin_ns < top.back()->end_ns) { r->role = Role::user; demoted++; continue; }
+    top.push_back(r);
+  }
+  // Step ids: the number the names carry when they all carry distinct increasing ones (ProfilerStep#N),
+  // else the ordinal.
+  bool numbered = true;
+  std::int64_t last = -1;
+  for (HostRange* r : top) {
+    const std::int64_t n = trailing_number(t.name(r->name));
+    if (n <= last) { numbered = false; break; }
+    last = n;
+  }
+  std::vector<std::int64_t> ids(top.size());
+  for (std::size_t i = 0; i < top.size(); ++i) ids[i] = numbered ? trailing_number(t.name(top[i]->name)) : static_cast<std::int64_t>(i);
+  const auto step_at = [&](std::int64_t ts) -> std::int64_t {
+    auto it = std::upper_bound(top.begin(), top.end(), ts, [](std::int64_t v, const HostRange* r) { return v < r->begin_ns; });
+    if (it == top.begin()) return -1;
+    --it;
+    return ts <= (*it)->end_ns ? ids[static_cast<std::size_t>(it - top.begin())] : -1;
+  };
+  for (std::size_t i = 0; i < top.size(); ++i) {
+    top[i]->step = ids[i];
+    top[i]->batch = ids[i];
+  }
+  for (HostRange& r : t.ranges) {
+    if (r.thread != consumer || r.role == Role::step) continue;
+    r.step = step_at(r.begin_ns);
+    if (r.role == Role::wait_batch) r.batch = r.step;
+  }
+  std::unordered_map<std::uint64_t, std::int64_t> call_step;
+  for (RuntimeCall& c : t.calls) {
+    c.step = step_at(c.begin_ns);
+    if (c.correlation != 0) call_step[c.correlation] = c.step;
+  }
+  t.meta.unmatched_device = 0;
+  for (DeviceActivity& a : t.activities) {
+    auto it = call_step.find(a.correlation);
+    a.step = it == call_step.end() ? -1 : it->second;
+    if (a.step < 0 && is_device_work(a.kind)) t.meta.unmatched_device++;
+  }
+  return demoted;
+}
+
+Status merge_parts(const std::string& dir, const RoleMap& roles, const MergeOptions& o, Trace& out, MergeReport& rep) {
+  out = Trace{};
+  rep = MergeReport{};
+  std::map<std::int64_t, ProcessParts> procs;
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  if (ec) return Status::io(fmt::format("{}: {}", dir, ec.message()));
+  for (const fs::directory_entry& e : it) {
+    const std::string f = e.path().filename().string();
+    const auto dot = f.find('.');
+    std::int64_t pid = 0;
+    if (dot == std::string::npos || !parse_int(std::string_view(f).substr(0, dot), pid)) continue;
+    ProcessParts& p = procs[pid];
+    p.info.pid = pid;
+    const std::string rest = f.substr(dot);
+    if (rest == ".proc") read_proc(e.path(), p);
+    else if (rest == ".names") read_names(e.path(), p, rep);
+    else if (rest == ".cuda.started") p.info.used_cuda = true;
+    else if (rest == ".cuda.json") p.info.cuda_records = true;
+    else if (rest.size() > 7 && rest.compare(rest.size() - 7, 7, ".ranges") == 0) p.range_files.push_back(e.path());
+  }
+  out.meta.host = true;
+  out.meta.nvtx = true;
+  out.meta.device = "none";
+  out.meta.config["recorded"] = "true";
+  // (pid, tid) and (pid, pthread) -> lane, for CUPTI's thread ids.
+  std::map<std::pair<std::int64_t, std::uint64_t>, std::uint32_t> lane_of;
+  for (auto& [pid, p] : procs) {
+    std::sort(p.range_files.begin(), p.range_files.end());
+    for (const fs::path& f : p.range_files) {
+      const auto lane = static_cast<std::uint32_t>(out.threads.size());
+      std::int64_t tid = 0;
+      std::uint64_t pthread = 0;
+      if (Status st = read_ranges(f, p, roles, o, lane, out, rep, tid, pthread, out.meta.cpu_time); !st.is_ok()) {
+        rep.unreadable_parts++;
+        rep.problems.push_back(st.message());
+        continue;
+      }
+      auto tn = p.thread_names.find(tid);
+      std::string name = tn != p.thread_names.end() ? tn->second : (tid == pid ? "main" : "thread");
+      out.threads.push_back(ThreadInfo{lane, tid, std::move(name), pthread, pid, p.info.command});
+      lane_of[{pid, static_cast<std::uint64_t>(tid)}] = lane;
+      lane_of[{pid, pthread & 0xffffffffull}] = lane;
+      lane_of[{pid, pthread}] = lane;
+      p.info.threads++;
+    }
+  }
+  for (auto& [pid, p] : procs) {
+    if (!p.info.cuda_records) {
+      if (p.info.used_cuda)
+        rep.problems.push_back(fmt::format("process {} used CUDA but wrote no device records (it did not exit normally)", pid));
+      continue;
+    }
+    const std::string path = fmt::format("{}/{}.cuda.json", dir, pid);
+    Trace part;
+    if (Status st = read_trace_file(path, part); !st.is_ok()) {
+      rep.unreadable_parts++;
+      rep.problems.push_back(st.message());
+      p.info.cuda_records = false;
+      continue;
+    }
+    out.meta.cupti = out.meta.cupti || part.meta.cupti;
+    if (part.meta.device != "none") out.meta.device = part.meta.device;
+    out.meta.dropped_device += part.meta.dropped_device;
+    std::vector<std::uint32_t> lane_map(part.threads.size());
+    for (std::size_t i = 0; i < part.threads.size(); ++i) {
+      const ThreadInfo& th = part.threads[i];
+      auto lit = lane_of.find({pid, static_cast<std::uint64_t>(th.os_tid)});
+      if (lit == lane_of.end()) {
+        const auto lane = static_cast<std::uint32_t>(out.threads.size());
+        out.threads.push_back(ThreadInfo{lane, th.os_tid, "cuda-thread", 0, pid, p.info.command});
+        lit = lane_of.emplace(std::make_pair(pid, static_cast<std::uint64_t>(th.os_tid)), lane).first;
+        p.info.threads++;
+      }
+      lane_map[i] = lit->second;
+    }
+    for (RuntimeCall c : part.calls) {
+      c.thread = c.thread < lane_map.size() ? lane_map[c.thread] : 0;
+      c.name = out.intern(part.name(c.name));
+      out.calls.push_back(c);
+    }
+    for (DeviceActivity a : part.activities) {
+      a.name = out.intern(part.name(a.name));
+      out.activities.push_back(a);
+    }
+  }
+  for (const HostRange& r : out.ranges) procs[out.threads[r.thread].pid].info.ranges++;
+  for (auto& [pid, p] : procs) rep.processes.push_back(p.info);
+  rep.demoted_steps = assign_steps(out);
+  out.meta.dropped_host = rep.dropped;
+  std::int64_t origin = INT64_MAX;
+  for (const HostRange& r : out.ranges) origin = std::min(origin, r.begin_ns);
+  for (const RuntimeCall& c : out.calls) origin = std::min(origin, c.begin_ns);
+  for (const DeviceActivity& a : out.activities) origin = std::min(origin, a.begin_ns);
+  out.meta.origin_ns = origin == INT64_MAX ? 0 : origin;
+  return Status::ok();
+}
+
+}  // namespace stalldx::record

@@ -1,0 +1,108 @@
+#include "stalldx/tasks/record.h"
+
+#include <fmt/format.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+
+#include "stalldx/output_file.h"
+#include "stalldx/record/part_format.h"
+#include "stalldx/trace_io.h"
+
+namespace stalldx::tasks {
+
+namespace fs = std::filesystem;
+
+namespace {
+std::int64_t monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+}  // namespace
+
+int RecordResult::exit_code() const {
+  if (!started) return 127;
+  if (child.exited) return child.code;
+  return 128 + child.signal;
+}
+
+std::string find_inject_library(const std::string& exe) {
+  if (const char* env = std::getenv("STALLDX_INJECT_LIBRARY"); env != nullptr && *env != '\0') return env;
+  std::error_code ec;
+  const fs::path self = fs::canonical(exe.empty() ? fs::path("/proc/self/exe") : fs::path(exe), ec);
+  if (ec) return "";
+  const fs::path dir = self.parent_path();
+  for (const fs::path& p : {dir / ".." / "inject" / "libstalldx_inject.so", dir / ".." / "lib" / "libstalldx_inject.so",
+                            dir / "libstalldx_inject.so"})
+    if (fs::exists(p, ec)) return fs::weakly_canonical(p, ec).string();
+  return "";
+}
+
+Status run_record(const RecordOptions& o, RecordResult& r, const StopFlag* stop) {
+  r = RecordResult{};
+  if (o.command.empty()) return Status::invalid("record: no command after --");
+  if (o.inject_library.empty())
+    return Status::unavailable("record: libstalldx_inject.so not found next to stalldx (set STALLDX_INJECT_LIBRARY)");
+  // The parts directory beside the trace (same file system, removed after the merge).
+  const fs::path trace_dir = fs::absolute(fs::path(o.trace)).parent_path();
+  std::string tmpl = (trace_dir / ".stalldx-record-XXXXXX").string();
+  if (mkdtemp(tmpl.data()) == nullptr)
+    return Status::io(fmt::format("record: cannot create a parts directory in {}: {}", trace_dir.string(), std::strerror(errno)));
+  r.parts_dir = tmpl;
+
+  ChildOptions co;
+  co.search_path = true;
+  co.own_process_group = true;
+  co.env = {{record::kRecordDirEnv, r.parts_dir},
+            {"NVTX_INJECTION64_PATH", o.inject_library},
+            {"CUDA_INJECTION64_PATH", o.inject_library}};
+  const Status st = run_child(o.command, co, r.child, stop);
+  const std::int64_t ended = monotonic_ns();
+  if (!st.is_ok()) {
+    r.start_error = st.message();
+    std::error_code ec;
+    fs::remove_all(r.parts_dir, ec);
+    r.parts_dir.clear();
+    return Status::ok();
+  }
+  r.started = true;
+  record::MergeOptions mo;
+  mo.step = o.step;
+  mo.end_ns = ended;
+  if (Status m = record::merge_parts(r.parts_dir, o.roles, mo, r.trace, r.merge); !m.is_ok()) return m;
+  r.trace.meta.interrupted = !r.child.exited || r.child.stopped;
+  std::string cmd;
+  for (const std::string& a : o.command) cmd += (cmd.empty() ? "" : " ") + a;
+  r.trace.meta.config["command"] = cmd;
+  r.trace.meta.config["exit_code"] = std::to_string(r.exit_code());
+  const Status w = write_trace_file(r.trace, o.trace);
+  if (!o.keep_parts) {
+    std::error_code ec;
+    fs::remove_all(r.parts_dir, ec);
+  }
+  return w.prefixed(fmt::format("record: writing {}", o.trace));
+}
+
+std::string record_summary_text(const RecordResult& r) {
+  std::string s;
+  if (!r.started) return fmt::format("stalldx record: {}\n", r.start_error);
+  const auto& m = r.merge;
+  s += fmt::format("stalldx record: {} process{} seen, {} ranges\n", m.processes.size(), m.processes.size() == 1 ? "" : "es", m.ranges);
+  for (const record::RecordedProcess& p : m.processes)
+    s += fmt::format("  pid {} (parent {}): {} thread{}, {} ranges{} — {}\n", p.pid, p.ppid, p.threads, p.threads == 1 ? "" : "s", p.ranges,
+                     p.cuda_records ? ", CUDA records" : p.used_cuda ? ", CUDA used, records lost" : "", p.command);
+  if (m.unclosed) s += fmt::format("  {} ranges never closed (ended at the end of the recording)\n", m.unclosed);
+  if (m.unbalanced_pops) s += fmt::format("  {} NVTX pops without a push (ignored)\n", m.unbalanced_pops);
+  if (m.dropped) s += fmt::format("  {} ranges dropped (a thread's part full, or nested deeper than 256)\n", m.dropped);
+  if (m.demoted_steps) s += fmt::format("  {} step ranges off the consumer thread or nested in another step (kept as user ranges)\n", m.demoted_steps);
+  for (const std::string& p : m.problems) s += "  " + p + "\n";
+  if (r.child.exited) s += fmt::format("  command exited with code {}\n", r.child.code);
+  else s += fmt::format("  command was killed by signal {} ({}){}\n", r.child.signal, strsignal(r.child.signal),
+                        r.child.stopped ? ", forwarded from stalldx" : "");
+  return s;
+}
+
+}  // namespace stalldx::tasks

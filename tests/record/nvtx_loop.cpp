@@ -1,0 +1,122 @@
+// A CPU program that knows nothing of stalldx: a "training loop" in the main thread and forked worker
+// processes that produce its batches, annotated with plain NVTX v3 ranges. `stalldx record` tests run
+// it. Each worker reads (sleeps --read-ms: waiting, like storage) and decodes (spins --decode-ms of CPU)
+// one sample per batch and writes a byte into a pipe; the main thread waits for --workers bytes per step
+// inside "wait_batch", then "computes" (--step-ms spin) inside "step".
+//   --steps N --workers N --read-ms X --decode-ms X --step-ms X --exit CODE
+//   --unbalanced      two extra pops in the main thread
+//   --unclosed        leaves a range open at exit
+//   --abort           aborts (SIGABRT) after the loop
+//   --name-thread     names the main thread through NVTX
+//   --domain          main-thread ranges in an NVTX domain "loop"
+//   --announce        prints "nvtx_loop: step N done" on stderr after each step (a test's readiness line)
+#include <nvtx3/nvToolsExt.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+std::int64_t cpu_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+void spin_ms(double ms) {
+  const std::int64_t until = cpu_ns() + static_cast<std::int64_t>(ms * 1e6);
+  while (cpu_ns() < until) {
+  }
+}
+void sleep_ms(double ms) {
+  timespec ts{static_cast<time_t>(ms / 1000), static_cast<long>((ms - 1000 * static_cast<long>(ms / 1000)) * 1e6)};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  int steps = 8, workers = 2, exit_code = 0;
+  double read_ms = 20, decode_ms = 1, step_ms = 2;
+  bool unbalanced = false, unclosed = false, abort_at_end = false, name_thread = false, use_domain = false, announce = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&] { return i + 1 < argc ? argv[++i] : "0"; };
+    if (a == "--steps") steps = std::atoi(next());
+    else if (a == "--workers") workers = std::atoi(next());
+    else if (a == "--read-ms") read_ms = std::atof(next());
+    else if (a == "--decode-ms") decode_ms = std::atof(next());
+    else if (a == "--step-ms") step_ms = std::atof(next());
+    else if (a == "--exit") exit_code = std::atoi(next());
+    else if (a == "--unbalanced") unbalanced = true;
+    else if (a == "--unclosed") unclosed = true;
+    else if (a == "--abort") abort_at_end = true;
+    else if (a == "--name-thread") name_thread = true;
+    else if (a == "--domain") use_domain = true;
+    else if (a == "--announce") announce = true;
+  }
+  int ready[2];
+  if (pipe(ready) != 0) return 3;
+  std::vector<pid_t> kids;
+  for (int w = 0; w < workers; ++w) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      close(ready[0]);
+      for (int s = 0; s < steps; ++s) {
+        nvtxRangePushA("read_file");
+        sleep_ms(read_ms);
+        nvtxRangePop();
+        nvtxRangePushA("decode");
+        spin_ms(decode_ms);
+        nvtxRangePop();
+        const char b = 1;
+        if (write(ready[1], &b, 1) != 1) _exit(4);
+      }
+      _exit(0);  // like Python's multiprocessing workers: no atexit handlers
+    }
+    kids.push_back(pid);
+  }
+  close(ready[1]);
+  if (name_thread) nvtxNameOsThreadA(static_cast<uint32_t>(syscall(SYS_gettid)), "trainer");
+  nvtxDomainHandle_t domain = use_domain ? nvtxDomainCreateA("loop") : nullptr;
+  const auto push = [&](const char* name) {
+    if (domain == nullptr) {
+      nvtxRangePushA(name);
+      return;
+    }
+    nvtxEventAttributes_t a{};
+    a.version = NVTX_VERSION;
+    a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+    a.message.registered = nvtxDomainRegisterStringA(domain, name);
+    nvtxDomainRangePushEx(domain, &a);
+  };
+  const auto pop = [&] { domain == nullptr ? nvtxRangePop() : nvtxDomainRangePop(domain); };
+  for (int s = 0; s < steps; ++s) {
+    push("step");
+    push("wait_batch");
+    for (int got = 0; got < workers;) {
+      char b;
+      const ssize_t n = read(ready[0], &b, 1);
+      if (n == 1) ++got;
+      else if (n == 0) break;
+    }
+    pop();
+    spin_ms(step_ms);
+    pop();
+    if (announce) std::fprintf(stderr, "nvtx_loop: step %d done\n", s);
+  }
+  for (pid_t k : kids) waitpid(k, nullptr, 0);
+  if (unbalanced) {
+    nvtxRangePop();
+    nvtxRangePop();
+  }
+  if (unclosed) nvtxRangePushA("never_closed");
+  if (abort_at_end) std::abort();
+  return exit_code;
+}

@@ -1,0 +1,204 @@
+// stalldx record: the role map, step assignment by correlation, and — where the injection library was
+// built — a real program (nvtx_loop: a main thread + forked workers, plain NVTX) recorded end to end.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fmt/format.h>
+#include <map>
+#include <set>
+
+#include "stalldx/diagnose/diagnosis.h"
+#include "stalldx/record/merge.h"
+#include "stalldx/record/role_map.h"
+#include "stalldx/trace_io.h"
+#include "spawned.h"
+#include "test_support.h"
+
+namespace stalldx::record {
+namespace {
+
+TEST(RoleMap, DefaultsCoverPyTorchDaliAndStalldxNames) {
+  const RoleMap m = RoleMap::defaults();
+  EXPECT_EQ(m.match("ProfilerStep#12", ""), Role::step);
+  EXPECT_EQ(m.match("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", ""), Role::wait_batch);
+  EXPECT_EQ(m.match("aten::copy_", ""), Role::submit);
+  EXPECT_EQ(m.match("cudaStreamSynchronize", ""), Role::sync);
+  EXPECT_EQ(m.match("aten::item", ""), Role::sync);
+  EXPECT_EQ(m.match("read_file", "stalldx"), Role::retrieval);
+  EXPECT_EQ(m.match("decode_transform", ""), Role::decode);
+  EXPECT_EQ(m.match("__getitem__", ""), Role::decode);
+  EXPECT_EQ(m.match("[DALI] FileReader", ""), Role::retrieval);
+  // The seed's data_load holds retrieval and submission: unmapped, so the diagnosis can say so.
+  EXPECT_FALSE(m.match("data_load", "").has_value());
+  EXPECT_FALSE(m.match("my_custom_thing", "").has_value());
+}
+
+TEST(RoleMap, UserRulesComeFirstAndBadFilesNameTheLine) {
+  RoleMap m;
+  ASSERT_TRUE(RoleMap::parse("[[role]]\nmatch = \"load_.*\"\nrole = \"retrieval\"\n\n[[role]]\nmatch = \"step\"\ndomain = \"mine\"\nrole = \"user\"\n",
+                             "roles.toml", m).is_ok());
+  EXPECT_EQ(m.match("load_image", ""), Role::retrieval);
+  EXPECT_EQ(m.match("step", "mine"), Role::user);   // the domain rule
+  EXPECT_EQ(m.match("step", "other"), Role::step);  // the default
+  const Status bad_role = RoleMap::parse("[[role]]\nmatch = \"x\"\nrole = \"loading\"\n", "roles.toml", m);
+  EXPECT_FALSE(bad_role.is_ok());
+  EXPECT_NE(bad_role.message().find("roles.toml:1"), std::string::npos) << bad_role.message();
+  EXPECT_NE(bad_role.message().find("loading"), std::string::npos);
+  const Status bad_regex = RoleMap::parse("[[role]]\nmatch = \"(\"\nrole = \"step\"\n", "roles.toml", m);
+  EXPECT_NE(bad_regex.message().find("not a regular expression"), std::string::npos) << bad_regex.message();
+  const Status bad_toml = RoleMap::parse("[[role]\nmatch = \n", "roles.toml", m);
+  EXPECT_NE(bad_toml.message().find("roles.toml:1"), std::string::npos) << bad_toml.message();
+  const Status bad_key = RoleMap::parse("[[role]]\nmatch = \"x\"\nrole = \"step\"\npattern = \"y\"\n", "roles.toml", m);
+  EXPECT_NE(bad_key.message().find("pattern"), std::string::npos) << bad_key.message();
+}
+
+// A kernel launched in step 1 that runs into step 2's time belongs to step 1 (its call's step).
+TEST(Merge, DeviceWorkBelongsToTheStepOfItsCallNotTheStepItOverlaps) {
+  Trace t;
+  t.threads = {{0, 10, "main"}, {1, 11, "worker"}};
+  const auto step = t.intern("ProfilerStep#5");
+  const auto step2 = t.intern("ProfilerStep#6");
+  t.ranges.push_back({1000, 2000, 0, step, Role::step});
+  t.ranges.push_back({2000, 3000, 0, step2, Role::step});
+  t.ranges.push_back({1100, 1200, 0, t.intern("wait"), Role::wait_batch});
+  t.ranges.push_back({1500, 1600, 1, t.intern("ProfilerStep#99"), Role::step});  // off the consumer: demoted
+  t.calls.push_back({1900, 1950, 0, t.intern("cudaLaunchKernel"), 7});
+  DeviceActivity a;
+  a.begin_ns = 1960;
+  a.end_ns = 2500;
+  a.kind = ActivityKind::kernel;
+  a.correlation = 7;
+  t.activities.push_back(a);
+  EXPECT_EQ(assign_steps(t), 1u);
+  EXPECT_EQ(t.ranges[0].step, 5);
+  EXPECT_EQ(t.ranges[1].step, 6);
+  EXPECT_EQ(t.ranges[2].step, 5);
+  EXPECT_EQ(t.ranges[2].batch, 5);
+  EXPECT_EQ(t.ranges[3].role, Role::user);
+  EXPECT_EQ(t.calls[0].step, 5);
+  EXPECT_EQ(t.activities[0].step, 5);
+  EXPECT_EQ(t.meta.unmatched_device, 0u);
+}
+
+#ifdef NVTX_LOOP
+struct Recorded {
+  int rc = -1;
+  std::string log, trace_path, dir;
+};
+
+Recorded record(const std::string& loop_args, const std::string& record_args = "") {
+  Recorded r;
+  r.dir = stalldx::testing::temp_dir("record");
+  r.trace_path = r.dir + "/t.json";
+  const std::string cmd = fmt::format("{} record --trace {} {} -- {} {} > {}/log.txt 2>&1", STALLDX_BINARY, r.trace_path, record_args,
+                                      NVTX_LOOP, loop_args, r.dir);
+  const int status = std::system(cmd.c_str());
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.log = stalldx::testing::read_file(r.dir + "/log.txt");
+  return r;
+}
+
+TEST(Record, MainThreadAndForkedWorkersMergeIntoOneTraceWithRolesAndProcesses) {
+  const Recorded r = record("--steps 10 --workers 3 --read-ms 15 --decode-ms 1 --step-ms 1 --name-thread");
+  ASSERT_EQ(r.rc, 0) << r.log;
+  Trace t;
+  ASSERT_TRUE(read_trace_file(r.trace_path, t).is_ok()) << r.log;
+  std::set<std::int64_t> pids;
+  for (const ThreadInfo& th : t.threads) pids.insert(th.pid);
+  EXPECT_EQ(pids.size(), 4u) << r.log;  // the loop + 3 forked workers
+  std::map<Role, int> roles;
+  for (const HostRange& h : t.ranges) roles[h.role]++;
+  EXPECT_EQ(roles[Role::step], 10);
+  EXPECT_EQ(roles[Role::wait_batch], 10);
+  EXPECT_EQ(roles[Role::retrieval], 30);
+  EXPECT_EQ(roles[Role::decode], 30);
+  bool named = false;
+  for (const ThreadInfo& th : t.threads) named = named || th.name == "trainer";
+  EXPECT_TRUE(named) << "nvtxNameOsThread names the lane";
+  EXPECT_NE(r.log.find("4 processes seen"), std::string::npos) << r.log;
+  EXPECT_NE(r.log.find("no device records"), std::string::npos) << r.log;
+  // The workers' reads (sleeping: off-CPU, not queued) are what the main thread waited for, split by the
+  // worker ranges that overlap each wait (they name no batch).
+  EXPECT_TRUE(t.meta.cpu_time);
+  diagnose::Thresholds th;
+  th.warmup_steps = 2;
+  const diagnose::Report rep = diagnose::diagnose(t, th);
+  int waiting = 0, steady = 0;
+  for (const diagnose::StepDiagnosis& s : rep.steps) {
+    if (s.warmup) continue;
+    ++steady;
+    EXPECT_EQ(s.verdict, diagnose::Verdict::no_device_records);
+    if (!s.causes.empty() && s.causes.front().cause == diagnose::Cause::storage_wait) ++waiting;
+  }
+  EXPECT_EQ(steady, 8);
+  EXPECT_GE(waiting, 7) << r.log;
+}
+
+TEST(Record, ExitCodeIsTheCommandsAndACrashStillLeavesItsRecords) {
+  EXPECT_EQ(record("--steps 2 --workers 1 --read-ms 1 --exit 3").rc, 3);
+  const Recorded crashed = record("--steps 3 --workers 1 --read-ms 1 --abort");
+  EXPECT_EQ(crashed.rc, 128 + SIGABRT) << crashed.log;
+  EXPECT_NE(crashed.log.find("killed by signal"), std::string::npos) << crashed.log;
+  Trace t;
+  ASSERT_TRUE(read_trace_file(crashed.trace_path, t).is_ok()) << crashed.log;
+  EXPECT_TRUE(t.meta.interrupted);
+  int steps = 0;
+  for (const HostRange& h : t.ranges) steps += h.role == Role::step;
+  EXPECT_EQ(steps, 3);
+}
+
+TEST(Record, UnbalancedPopsAndUnclosedRangesAreCountedNotFatal) {
+  const Recorded r = record("--steps 2 --workers 1 --read-ms 1 --unbalanced --unclosed --domain");
+  ASSERT_EQ(r.rc, 0) << r.log;
+  EXPECT_NE(r.log.find("2 NVTX pops without a push"), std::string::npos) << r.log;
+  EXPECT_NE(r.log.find("1 ranges never closed"), std::string::npos) << r.log;
+  Trace t;
+  ASSERT_TRUE(read_trace_file(r.trace_path, t).is_ok());
+  int steps = 0;
+  for (const HostRange& h : t.ranges) steps += h.role == Role::step;
+  EXPECT_EQ(steps, 2) << "domain ranges with registered strings keep their names";
+}
+
+TEST(Record, SixtyFourProcesses) {
+  const Recorded r = record("--steps 2 --workers 63 --read-ms 1 --decode-ms 0.1");
+  ASSERT_EQ(r.rc, 0) << r.log;
+  EXPECT_NE(r.log.find("64 processes seen"), std::string::npos) << r.log;
+}
+
+TEST(Record, CommandNotFoundIs127AndABadRolesFileStopsBeforeTheCommandStarts) {
+  const std::string dir = stalldx::testing::temp_dir("record-bad");
+  int status = std::system(fmt::format("{} record --trace {}/t.json -- /nonexistent/program > {}/log.txt 2>&1", STALLDX_BINARY, dir, dir).c_str());
+  EXPECT_EQ(WEXITSTATUS(status), 127);
+  EXPECT_NE(stalldx::testing::read_file(dir + "/log.txt").find("/nonexistent/program"), std::string::npos);
+  stalldx::testing::write_file(dir + "/roles.toml", "[[role]]\nmatch = \"x\"\nrole = \"nope\"\n");
+  status = std::system(fmt::format("{} record --roles {}/roles.toml --trace {}/t2.json -- touch {}/started > {}/log2.txt 2>&1", STALLDX_BINARY, dir,
+                                   dir, dir, dir).c_str());
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  EXPECT_NE(stalldx::testing::read_file(dir + "/log2.txt").find("roles.toml:1"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/started")) << "the command must not start";
+}
+// Ctrl-C on stalldx reaches the recorded program once (its own process group), what it recorded is
+// merged and written, marked interrupted, and stalldx exits as the program did (130).
+TEST(Record, InterruptIsForwardedAndTheRecordingIsKept) {
+  const std::string dir = stalldx::testing::temp_dir("record-int");
+  stalldx::testing::Spawned p({STALLDX_BINARY, "record", "--trace", dir + "/t.json", "--", NVTX_LOOP, "--steps", "100000", "--workers", "2",
+                               "--read-ms", "2", "--announce"});
+  ASSERT_TRUE(p.wait_for_line("step 2 done")) << p.stderr_text();
+  p.signal(SIGINT);
+  double after = 0;
+  EXPECT_EQ(p.wait_exit(after), 130) << p.stderr_text();
+  Trace t;
+  ASSERT_TRUE(read_trace_file(dir + "/t.json", t).is_ok()) << p.stderr_text();
+  EXPECT_TRUE(t.meta.interrupted);
+  int steps = 0;
+  for (const HostRange& h : t.ranges) steps += h.role == Role::step;
+  EXPECT_GE(steps, 3);
+}
+#else
+TEST(Record, EndToEnd) { GTEST_SKIP() << "built without the NVTX headers: no injection library"; }
+#endif
+
+}  // namespace
+}  // namespace stalldx::record
