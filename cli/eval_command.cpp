@@ -20,6 +20,7 @@ Action add_eval_command(CLI::App& app) {
   sub->add_option("--only", o->only, "run only the scenario of this name");
   sub->add_option("--keep-steps", o->keep_steps, "also write NAME.trimmed.json with this many steady steps (0 = no)")
       ->check(CLI::Range(0, 1000000));
+  sub->add_flag("--record", o->record, "run each scenario under `stalldx record` as `stalldx run --nvtx-only` (seen as any program would be)");
   sub->add_option("--min-accuracy", o->min_accuracy, "fail (exit 1) when a scenario scores below this")
       ->capture_default_str()->check(finite_in(0.0, 1.0));
   sub->add_flag("--json", *json, "print the results as JSON");

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cancellable_sleep.h"
+#include "nvtx_mirror.h"
 #include "stalldx/stage/device_stage.h"
 #include "stalldx/profiler.h"
 
@@ -20,6 +21,7 @@ class HostStandin final : public DeviceStage {
   }
   SlotAllocator& allocator() override { return *allocator_; }
   int extra_slots() const override { return 0; }
+  Status install_collectors(Session& session) override { return install_nvtx_mirror(session); }
 
   Status submit_step(std::int64_t step, BatchSlot& slot, std::uint64_t host_sum, std::function<void()>& fence) override {
     STALLDX_RANGE(user, "standin_compute", RangeIds{step, slot.batch, -1});

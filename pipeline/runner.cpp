@@ -25,6 +25,9 @@ Status validate(const RunConfig& c) {
   }
   if (c.read_bandwidth_mbps > 0 && c.read_bandwidth_mbps < 0.1)
     return Status::invalid(fmt::format("--read-bandwidth-mbps {} is absurd: 0 (no cap) or >= 0.1 MB/s", c.read_bandwidth_mbps));
+  if (c.nvtx_only && !c.profile) return Status::invalid("--nvtx-only with --no-profile: no ranges would be emitted; drop one of them");
+  if (c.nvtx_only && !c.trace.empty())
+    return Status::invalid(fmt::format("--nvtx-only with --trace '{}': nothing is recorded in-process; record with `stalldx record -- stalldx run --nvtx-only`", c.trace));
   const int slots = slot_count(c, kMaxExtraSlots);
   if (batch_bytes(c) * static_cast<std::size_t>(slots) > (64ull << 30))
     return Status::invalid(fmt::format("{} batch slots of {:.1f} MB would exceed 64 GB", slots, batch_bytes(c) / 1e6));
@@ -110,6 +113,11 @@ Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<
   if (c.profile) {
     SessionOptions so;
     so.cpu_time = c.cpu_time;
+    if (c.nvtx_only) {  // the host records only feed the NVTX mirror; nothing is kept
+      so.cpu_time = false;
+      so.cupti = false;
+      so.nvtx = true;
+    }
     if (Status st = stage->install_collectors(session); !st.is_ok()) return st;
     if (Status st = session.start(so); !st.is_ok()) return st;
     to_meta(c, session.mutable_trace().meta.config);
@@ -181,7 +189,9 @@ Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<
   r.seconds = (steady_end - steady_begin) / 1e9;
   r.images_per_second = r.seconds > 0 ? static_cast<double>(r.images) / r.seconds : 0;
   fill_stats(r);
-  if (c.profile) {
+  if (c.profile && c.nvtx_only) {
+    session.stop();
+  } else if (c.profile) {
     session.set_interrupted(r.interrupted, r.steps_completed);
     session.stop();
     Trace& t = session.mutable_trace();

@@ -135,6 +135,8 @@ Status read_ranges(const fs::path& path, const ProcessParts& p, const RoleMap& r
       if (fresh) it->second = t.intern(name.empty() ? fmt::format("nvtx#{}", r.name) : name);
       out.name = it->second;
       if (o.step && std::regex_match(name, *o.step)) out.role = Role::step;
+      else if (domain == "stalldx" && r.category >= 1 && r.category <= static_cast<std::uint32_t>(kRoleCount))
+        out.role = static_cast<Role>(r.category - 1);  // stalldx's own NVTX mirror: the category is the role
       else out.role = roles.match(name, domain).value_or(Role::user);
       t.ranges.push_back(out);
       rep.ranges++;

@@ -6,7 +6,12 @@
 #include <fstream>
 #include <sstream>
 
+#define TOML_HEADER_ONLY 1
+#define TOML_EXCEPTIONS 0
+#include <toml++/toml.h>
+
 #include "stalldx/output_file.h"
+#include "stalldx/run_config.h"
 #include "stalldx/tasks/child_process.h"
 #include "stalldx/trace_io.h"
 
@@ -40,6 +45,18 @@ Status load_scenarios(const std::string& path, std::vector<Scenario>& out) {
   return Status::ok();
 }
 
+namespace {
+// The warm-up a scenario's config sets ([run] warmup), else the run default: a recorded trace does not
+// carry the run's config, so eval --record diagnoses with this.
+int scenario_warmup(const std::string& config) {
+  int warmup = RunConfig{}.warmup;
+  toml::parse_result parsed = toml::parse_file(config);
+  if (parsed)
+    if (auto w = parsed.table()["run"]["warmup"].value<std::int64_t>()) warmup = static_cast<int>(*w);
+  return warmup;
+}
+}  // namespace
+
 Status run_eval(const EvalOptions& o, EvalResult& result, const StopFlag* stop, const std::function<void(const std::string&)>& log) {
   result = EvalResult{};
   std::vector<Scenario> scenarios;
@@ -55,6 +72,11 @@ Status run_eval(const EvalOptions& o, EvalResult& result, const StopFlag* stop, 
     if (stop != nullptr && stop->stopped()) { result.interrupted = true; break; }
     const std::string trace = fmt::format("{}/{}.json", o.out, s.name), log_path = fmt::format("{}/{}.log", o.out, s.name);
     std::vector<std::string> argv{o.stalldx, "run", "--config", s.config, "--trace", trace};
+    diagnose::Thresholds th;
+    if (o.record) {
+      th.warmup_steps = scenario_warmup(s.config);
+      argv = {o.stalldx, "record", "--trace", trace, "--warmup", std::to_string(th.warmup_steps), "--", o.stalldx, "run", "--config", s.config, "--nvtx-only"};
+    }
     if (!o.data.empty()) { argv.push_back("--data"); argv.push_back(o.data); }
     say(fmt::format("{} ...", s.name));
     ChildResult child;
@@ -69,7 +91,7 @@ Status run_eval(const EvalOptions& o, EvalResult& result, const StopFlag* stop, 
       result.failures.push_back(fmt::format("scenario {}: {}", s.name, st.message()));
       continue;
     }
-    const diagnose::Report rep = diagnose::diagnose(t);
+    const diagnose::Report rep = diagnose::diagnose(t, th);
     result.scores.push_back(diagnose::score(s.name, rep, s.expect));
     if (o.keep_steps > 0)
       if (Status ws = write_trace_file(diagnose::trim_steps(t, o.keep_steps), fmt::format("{}/{}.trimmed.json", o.out, s.name)); !ws.is_ok())

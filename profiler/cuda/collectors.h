@@ -1,4 +1,4 @@
-// Internal: the two collectors <stalldx/cuda.h> installs.
+// Internal: the CUPTI collector <stalldx/cuda.h> installs (the NVTX mirror is <stalldx/nvtx.h>).
 #pragma once
 
 #include <memory>
@@ -8,6 +8,5 @@
 namespace stalldx::cuda {
 
 std::unique_ptr<Collector> make_cupti_collector();
-std::unique_ptr<Collector> make_nvtx_mirror();
 
 }  // namespace stalldx::cuda

@@ -148,7 +148,9 @@ const RunField kRunFields[] = {
     field<&RunConfig::trace>("trace", "write a Chrome Trace JSON (opens in ui.perfetto.dev)", kNotCompared | kRunOnly),
     field<&RunConfig::profile>("profile", "record (default); --no-profile turns every collector off (uninstrumented throughput)",
                                kNegatedFlag | kNotCompared | kRunOnly),
-    field<&RunConfig::cpu_time>("cpu_time", "record thread CPU time + context switches on coarse ranges", kNotCompared),
+    field<&RunConfig::cpu_time>("cpu_time", "record thread CPU time + run-queue delay on coarse ranges", kNotCompared),
+    field<&RunConfig::nvtx_only>("nvtx_only", "emit NVTX ranges only, for an external profiler (stalldx record, Nsight Systems); record nothing in-process",
+                                 kFlag | kNotCompared | kRunOnly),
 };
 
 template <typename E, std::size_t N>

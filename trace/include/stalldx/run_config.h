@@ -67,6 +67,7 @@ struct RunConfig {
   std::string trace;                   // write a trace here ("" = none)
   bool profile = true;                 // false = --no-profile: every collector off
   bool cpu_time = true;
+  bool nvtx_only = false;              // NVTX ranges for an external profiler, nothing recorded in-process
 };
 
 enum class FieldType : std::uint8_t { integer, unsigned_integer, real, boolean, text, choice };

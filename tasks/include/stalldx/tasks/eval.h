@@ -29,6 +29,9 @@ struct EvalOptions {
   std::string only;                 // run only the scenario of this name
   int keep_steps = 0;               // also write NAME.trimmed.json with this many steady steps (0 = no)
   double min_accuracy = 0.95;
+  // Each scenario runs under `stalldx record` as `stalldx run --nvtx-only` (its NVTX ranges and the
+  // injected CUPTI records, as any program would be seen), diagnosed with the config's warm-up.
+  bool record = false;
 };
 
 struct EvalResult {

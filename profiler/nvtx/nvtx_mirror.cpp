@@ -4,11 +4,13 @@
 
 #include <array>
 #include <atomic>
+#include <memory>
 
-#include "collectors.h"
+#include "stalldx/collector.h"
+#include "stalldx/nvtx.h"
 #include "stalldx/profiler.h"
 
-namespace stalldx::cuda {
+namespace stalldx::nvtx {
 
 namespace {
 constexpr std::size_t kMaxNames = 4096;  // NameIds beyond this are pushed unregistered (ASCII, slower)
@@ -68,6 +70,6 @@ class NvtxMirror final : public Collector {
 };
 }  // namespace
 
-std::unique_ptr<Collector> make_nvtx_mirror() { return std::make_unique<NvtxMirror>(); }
+Status install_mirror(Session& session) { return session.add_collector(std::make_unique<NvtxMirror>()); }
 
-}  // namespace stalldx::cuda
+}  // namespace stalldx::nvtx

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Example 2: ResNet-50 on a Food-101-like ImageFolder (stalldx dataset), batch 128, annotated with
+torch.cuda.nvtx ranges in the loop and in the Dataset's __getitem__ — so `stalldx record` sees, step by
+step, whether the loop waited on reads, on decoding, on its own host-side submission, or on the GPU.
+
+    stalldx record --warmup 3 -- python3 train_resnet50.py --data DIR --workers 12
+
+Flags that induce each stall class:
+    retrieval     --read-delay-ms 40          every file read waits (a slow store), in the workers
+    decoding      --workers 1                 too few loader workers for the step
+    submission    --per-sample-copies         pageable per-sample copies, each synchronized
+    device-bound  --workers 12                the loader keeps up; the model step is the limit
+
+Ranges: "step", "wait_batch", "submit", "sync" in the loop; "read_file", "decode" in __getitem__ (in the
+DataLoader's worker processes: stalldx record follows the fork).
+"""
+import argparse
+import os
+import sys
+import time
+
+import torch
+import torch.cuda.nvtx as nvtx
+import torchvision
+from torch.utils.data import DataLoader, Dataset
+from torchvision.transforms import v2
+
+MEAN = torch.tensor([0.485, 0.456, 0.406]).view(3, 1, 1)
+STD = torch.tensor([0.229, 0.224, 0.225]).view(3, 1, 1)
+
+
+class JpegFolder(Dataset):
+    def __init__(self, root, read_delay_ms):
+        self.files = sorted(
+            os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs if f.lower().endswith((".jpg", ".jpeg")))
+        if not self.files:
+            sys.exit(f"train_resnet50.py: no .jpg files under --data {root}")
+        self.labels = {d: i for i, d in enumerate(sorted({os.path.dirname(f) for f in self.files}))}
+        self.read_delay = read_delay_ms / 1000.0
+        self.crop = v2.Compose([v2.RandomResizedCrop(224, antialias=True), v2.RandomHorizontalFlip()])
+
+    def __len__(self):
+        return 1 << 30  # sampled with wrap-around: any number of steps
+
+    def __getitem__(self, i):
+        path = self.files[i % len(self.files)]
+        with nvtx.range("read_file"):
+            if self.read_delay > 0:
+                time.sleep(self.read_delay)
+            with open(path, "rb") as f:
+                data = torch.frombuffer(bytearray(f.read()), dtype=torch.uint8)
+        with nvtx.range("decode"):
+            img = torchvision.io.decode_jpeg(data, mode=torchvision.io.ImageReadMode.RGB)
+            img = self.crop(img)
+            x = (img.float() / 255.0 - MEAN) / STD
+        return x, self.labels[os.path.dirname(path)]
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--data", required=True)
+    p.add_argument("--batch", type=int, default=128)
+    p.add_argument("--workers", type=int, default=12)
+    p.add_argument("--steps", type=int, default=8)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--read-delay-ms", type=float, default=0)
+    p.add_argument("--per-sample-copies", action="store_true")
+    a = p.parse_args()
+
+    torch.backends.cudnn.benchmark = True
+    dev = torch.device("cuda")
+    model = torchvision.models.resnet50(num_classes=101).to(dev).to(memory_format=torch.channels_last)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    loader = DataLoader(JpegFolder(a.data, a.read_delay_ms), batch_size=a.batch, num_workers=a.workers,
+                        pin_memory=not a.per_sample_copies, persistent_workers=a.workers > 0,
+                        prefetch_factor=2 if a.workers > 0 else None)
+    it = iter(loader)
+    start = None
+    for step in range(a.warmup + a.steps):
+        if step == a.warmup:
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+        with nvtx.range("step"):
+            with nvtx.range("wait_batch"):
+                x, y = next(it)
+            with nvtx.range("submit"):
+                if a.per_sample_copies:
+                    parts = []
+                    for k in range(x.shape[0]):
+                        parts.append(x[k].to(dev))
+                        torch.cuda.synchronize()
+                    x = torch.stack(parts)
+                else:
+                    x = x.to(dev, non_blocking=True)
+                x = x.contiguous(memory_format=torch.channels_last)
+                y = y.to(dev, non_blocking=True)
+                with torch.autocast("cuda", dtype=torch.bfloat16):
+                    loss = loss_fn(model(x), y)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+            with nvtx.range("sync"):
+                loss_value = loss.item()  # the loop reads its loss every step, as most training loops do
+    torch.cuda.synchronize()
+    seconds = time.perf_counter() - start
+    print(f"train_resnet50.py: {a.steps} steady steps, {a.steps * a.batch / seconds:.0f} img/s, last loss {loss_value:.3f}")
+
+
+if __name__ == "__main__":
+    main()
