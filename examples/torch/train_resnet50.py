@@ -15,6 +15,7 @@ Ranges: "step", "wait_batch", "submit", "sync" in the loop; "read_file", "decode
 DataLoader's worker processes: stalldx record follows the fork).
 """
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -27,6 +28,13 @@ from torchvision.transforms import v2
 
 MEAN = torch.tensor([0.485, 0.456, 0.406]).view(3, 1, 1)
 STD = torch.tensor([0.229, 0.224, 0.225]).view(3, 1, 1)
+
+
+@contextlib.contextmanager
+def phase(name):
+    """A loop phase: an NVTX range (stalldx record, Nsight Systems) and a torch.profiler range."""
+    with nvtx.range(name), torch.profiler.record_function(name):
+        yield
 
 
 class JpegFolder(Dataset):
@@ -65,6 +73,7 @@ def main():
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--read-delay-ms", type=float, default=0)
     p.add_argument("--per-sample-copies", action="store_true")
+    p.add_argument("--kineto", metavar="FILE", help="also write a torch.profiler (Kineto) trace of warm-up + steps")
     a = p.parse_args()
 
     torch.backends.cudnn.benchmark = True
@@ -76,15 +85,25 @@ def main():
                         pin_memory=not a.per_sample_copies, persistent_workers=a.workers > 0,
                         prefetch_factor=2 if a.workers > 0 else None)
     it = iter(loader)
+    prof = contextlib.nullcontext()
+    if a.kineto:
+        acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+        prof = torch.profiler.profile(activities=acts, schedule=torch.profiler.schedule(wait=0, warmup=0, active=a.warmup + a.steps),
+                                      on_trace_ready=lambda p: p.export_chrome_trace(a.kineto))
+    with prof:
+        loop(a, it, model, opt, loss_fn, dev, prof if a.kineto else None)
+
+
+def loop(a, it, model, opt, loss_fn, dev, prof):
     start = None
     for step in range(a.warmup + a.steps):
         if step == a.warmup:
             torch.cuda.synchronize()
             start = time.perf_counter()
         with nvtx.range("step"):
-            with nvtx.range("wait_batch"):
+            with phase("wait_batch"):
                 x, y = next(it)
-            with nvtx.range("submit"):
+            with phase("submit"):
                 if a.per_sample_copies:
                     parts = []
                     for k in range(x.shape[0]):
@@ -100,8 +119,10 @@ def main():
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step()
-            with nvtx.range("sync"):
+            with phase("sync"):
                 loss_value = loss.item()  # the loop reads its loss every step, as most training loops do
+        if prof is not None:
+            prof.step()
     torch.cuda.synchronize()
     seconds = time.perf_counter() - start
     print(f"train_resnet50.py: {a.steps} steady steps, {a.steps * a.batch / seconds:.0f} img/s, last loss {loss_value:.3f}")
