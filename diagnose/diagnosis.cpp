@@ -206,9 +206,9 @@ void decide(const Thresholds& th, const Coverage& cov, StepAccumulator& acc, Ste
     case Verdict::submission:
       if (!sd.causes.empty() && sd.causes.front().cause == Cause::launch_rate)
         sd.next_question = fmt::format(
-            "the host launched {} kernels at {:.1f} µs each while each ran {:.1f} µs on the device: capture the step in a CUDA Graph, "
-            "fuse into fewer, larger kernels, or give the launching thread a core of its own",
-            sd.launch.launches, sd.launch.host_us_per_launch, sd.launch.device_us_per_kernel);
+            "the host issued {} kernels, one every {:.1f} µs ({:.1f} µs inside each launch call), while each ran {:.1f} µs on the device: "
+            "capture the step in a CUDA Graph, fuse into fewer, larger kernels, or give the launching thread a core of its own",
+            sd.launch.launches, sd.launch.host_us_between_launches, sd.launch.host_us_per_launch, sd.launch.device_us_per_kernel);
       else
         sd.next_question = causes.empty() ? "which CUDA call blocks?" : fmt::format("why does '{}' block the consumer?", causes[0].second);
       break;
@@ -319,6 +319,7 @@ Report diagnose(const Trace& t, const Thresholds& th) {
       acc.launches_in_step = it->second.count;
       sd.launch.launches = it->second.count;
       sd.launch.host_us_per_launch = static_cast<double>(it->second.host_ns) / 1e3 / it->second.count;
+      sd.launch.host_us_between_launches = static_cast<double>(it->second.last_ns - it->second.first_ns) / 1e3 / it->second.count;
       int kernels = 0;
       std::int64_t kernel_ns = 0;
       if (auto a = step_acts.find(sr->step); a != step_acts.end())

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 #include "summaries.h"
@@ -17,9 +18,23 @@ double cause(const RunSummary& s, Cause c) { return s.cause_ms[static_cast<std::
 // Producers' cpu/wall over the steady-state batches (ranges with CPU time only); -1 when not sampled.
 void producer_ratios(const Trace& t, const TraceIndex& ix, RunSummary& sum) {
   double r_cpu = 0, r_wall = 0, d_cpu = 0, d_wall = 0, q = 0, q_wall = 0;
-  for (const auto& [batch, ranges] : ix.producer_by_batch) {
+  // Steady state: batches past the warm-up, and unbatched producer ranges (recorded programs) that
+  // begin after the first steady step.
+  std::int64_t steady_from = INT64_MIN;
+  for (const HostRange* st : ix.steps)
+    if (st->step >= ix.warmup) {
+      steady_from = st->begin_ns;
+      break;
+    }
+  std::vector<const HostRange*> unbatched;
+  for (const HostRange* r : ix.unbatched_producers)
+    if (r->begin_ns >= steady_from) unbatched.push_back(r);
+  std::vector<std::pair<std::int64_t, const std::vector<const HostRange*>*>> groups;
+  for (const auto& [batch, ranges] : ix.producer_by_batch) groups.emplace_back(batch, &ranges);
+  groups.emplace_back(std::numeric_limits<std::int64_t>::max(), &unbatched);
+  for (const auto& [batch, ranges_ptr] : groups) {
     if (batch < ix.warmup) continue;
-    for (const HostRange* r : ranges) {
+    for (const HostRange* r : *ranges_ptr) {
       if (r->runq_ns >= 0) {
         q += static_cast<double>(r->runq_ns);
         q_wall += static_cast<double>(r->end_ns - r->begin_ns);
@@ -40,7 +55,7 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
   RunSummary& sum = rep.summary;
   std::map<std::string, int> counts;
   int launch_steps = 0;
-  double launches = 0, host_us = 0, device_us = 0;
+  double launches = 0, host_us = 0, device_us = 0, pace_us = 0;
   for (const StepDiagnosis& s : rep.steps) {
     if (s.warmup) { sum.warmup_steps++; continue; }
     sum.steady_steps++;
@@ -55,12 +70,14 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
       launches += s.launch.launches;
       host_us += s.launch.host_us_per_launch;
       device_us += s.launch.device_us_per_kernel;
+      pace_us += s.launch.host_us_between_launches;
     }
   }
   if (launch_steps > 0) {
     sum.launches_per_step = launches / launch_steps;
     sum.host_us_per_launch = host_us / launch_steps;
     sum.device_us_per_kernel = device_us / launch_steps;
+    sum.host_us_between_launches = pace_us / launch_steps;
   }
   producer_ratios(t, ix, sum);
   for (auto& kv : counts) sum.verdict_counts.push_back(kv);
@@ -174,10 +191,11 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
                                               "limit pace the loop{}", cause(sum, Cause::synchronization), known("sync_every_step") ? " (drop --sync-every-step)" : ""));
     if (big(Cause::launch_rate))
       say(Advice::launch_rate,
-          fmt::format("submission: {:.0f} ms waiting on kernel launches ({:.0f} launches a step at {:.1f} µs of host time each, kernels {:.1f} µs on "
-                      "the device) — capture the step in a CUDA Graph, fuse into fewer, larger kernels{}, give the launching thread a core of its "
-                      "own{}",
-                      cause(sum, Cause::launch_rate), sum.launches_per_step, sum.host_us_per_launch, sum.device_us_per_kernel,
+          fmt::format("submission: {:.0f} ms waiting on kernel launches ({:.0f} launches a step, one every {:.1f} µs of host time — {:.1f} µs "
+                      "inside each call — while kernels ran {:.1f} µs on the device) — capture the step in a CUDA Graph, fuse into fewer, larger "
+                      "kernels{}, give the launching thread a core of its own{}",
+                      cause(sum, Cause::launch_rate), sum.launches_per_step, sum.host_us_between_launches, sum.host_us_per_launch,
+                      sum.device_us_per_kernel,
                       known("step_kernels") ? fmt::format(" (--step-kernels {} now)", cfg.step_kernels) : "",
                       ours && cores > 0 && cfg.workers + 1 >= cores ? fmt::format(" (workers {} + consumer fill the {} cores)", cfg.workers, cores) : ""));
   }

@@ -39,6 +39,8 @@ TraceIndex::TraceIndex(const Trace& t, const Thresholds& th) : trace(t), thresho
         Launches& l = launches_by_step[c.step];
         l.count++;
         l.host_ns += c.end_ns - c.begin_ns;
+        l.first_ns = std::min(l.first_ns, c.begin_ns);
+        l.last_ns = std::max(l.last_ns, c.end_ns);
       }
     }
 

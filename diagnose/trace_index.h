@@ -29,7 +29,7 @@ struct TraceIndex {
   std::vector<const HostRange*> unbatched_producers;
   std::int64_t unbatched_longest_ns = 0;
   int warmup = 0;
-  struct Launches { int count = 0; std::int64_t host_ns = 0; };
+  struct Launches { int count = 0; std::int64_t host_ns = 0, first_ns = INT64_MAX, last_ns = 0; };
   std::unordered_map<std::int64_t, Launches> launches_by_step;   // consumer's kernel launch calls (by call.step)
 
   explicit TraceIndex(const Trace& t, const Thresholds& th);

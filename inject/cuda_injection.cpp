@@ -24,7 +24,9 @@ std::string part_path(const char* suffix) {
 void write_cuda_part() {
   if (g_session == nullptr) return;
   g_session->stop();
-  (void)stalldx::write_trace_file(g_session->trace(), part_path(".cuda.json"));
+  stalldx::Trace& t = g_session->mutable_trace();
+  t.meta.device = "CUDA (the recorded program's)";
+  (void)stalldx::write_trace_file(t, part_path(".cuda.json"));
 }
 
 }  // namespace
@@ -40,6 +42,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
   o.cpu_time = false;
   o.nvtx = false;
   o.cupti = true;
+  o.cupti_driver = true;  // a program's libraries (cuBLAS, cuDNN) launch through the driver API
   if (!session->start(o).is_ok()) return 1;
   g_session = session;
   std::atexit(&write_cuda_part);

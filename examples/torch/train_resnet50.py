@@ -9,7 +9,9 @@ Flags that induce each stall class:
     retrieval     --read-delay-ms 40          every file read waits (a slow store), in the workers
     decoding      --workers 1                 too few loader workers for the step
     submission    --per-sample-copies         pageable per-sample copies, each synchronized
-    device-bound  --workers 12                the loader keeps up; the model step is the limit
+    device-bound  --workers 12                fp32: the loader keeps up; the model step is the limit
+    submission    --workers 12 --bf16         bf16 kernels are short: eager PyTorch's host work between
+                                              launches (dispatch, Python) paces the GPU
 
 Ranges: "step", "wait_batch", "submit", "sync" in the loop; "read_file", "decode" in __getitem__ (in the
 DataLoader's worker processes: stalldx record follows the fork).
@@ -73,6 +75,7 @@ def main():
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--read-delay-ms", type=float, default=0)
     p.add_argument("--per-sample-copies", action="store_true")
+    p.add_argument("--bf16", action="store_true", help="autocast to bfloat16 (default: fp32)")
     p.add_argument("--kineto", metavar="FILE", help="also write a torch.profiler (Kineto) trace of warm-up + steps")
     a = p.parse_args()
 
@@ -88,7 +91,8 @@ def main():
     prof = contextlib.nullcontext()
     if a.kineto:
         acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
-        prof = torch.profiler.profile(activities=acts, schedule=torch.profiler.schedule(wait=0, warmup=0, active=a.warmup + a.steps),
+        # The seed's schedule: warm-up steps unrecorded, then the active steps, once.
+        prof = torch.profiler.profile(activities=acts, schedule=torch.profiler.schedule(wait=0, warmup=a.warmup, active=a.steps, repeat=1),
                                       on_trace_ready=lambda p: p.export_chrome_trace(a.kineto))
     with prof:
         loop(a, it, model, opt, loss_fn, dev, prof if a.kineto else None)
@@ -114,7 +118,7 @@ def loop(a, it, model, opt, loss_fn, dev, prof):
                     x = x.to(dev, non_blocking=True)
                 x = x.contiguous(memory_format=torch.channels_last)
                 y = y.to(dev, non_blocking=True)
-                with torch.autocast("cuda", dtype=torch.bfloat16):
+                with torch.autocast("cuda", dtype=torch.bfloat16, enabled=a.bf16):
                     loss = loss_fn(model(x), y)
                 opt.zero_grad(set_to_none=True)
                 loss.backward()

@@ -33,9 +33,10 @@ std::string demangle(const char* name) {
   return s;
 }
 
-std::string api_name(CUpti_CallbackId cbid) {
+std::string api_name(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
   const char* n = nullptr;
-  if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &n) != CUPTI_SUCCESS || n == nullptr) return fmt::format("cudart#{}", cbid);
+  if (cuptiGetCallbackName(domain, cbid, &n) != CUPTI_SUCCESS || n == nullptr)
+    return fmt::format("{}#{}", domain == CUPTI_CB_DOMAIN_DRIVER_API ? "cu" : "cudart", cbid);
   std::string s(n);
   if (const auto p = s.rfind("_v"); p != std::string::npos && p + 2 < s.size() && std::isdigit(static_cast<unsigned char>(s[p + 2])))
     s.resize(p);  // cudaMemcpyAsync_v3020 -> cudaMemcpyAsync
@@ -57,7 +58,7 @@ std::uint64_t host_clock() { return static_cast<std::uint64_t>(now_ns()); }
 // CUPTI's callbacks are process-wide, so the state is one instance; the session owns a handle to it.
 class CuptiCollector {
  public:
-  Status start() {
+  Status start(bool driver_api) {
     std::lock_guard<std::mutex> lock(mu_);
     reset_locked();
     auto check = [](CUptiResult r, const char* what) -> Status {
@@ -74,6 +75,11 @@ class CuptiCollector {
                                         CUPTI_ACTIVITY_KIND_OVERHEAD};
     for (CUpti_ActivityKind k : kinds)
       if (Status st = check(cuptiActivityEnable(k), "activity enable"); !st.is_ok()) {
+        disable_all();
+        return st;
+      }
+    if (driver_api)
+      if (Status st = check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER), "driver API activity enable"); !st.is_ok()) {
         disable_all();
         return st;
       }
@@ -182,14 +188,15 @@ class CuptiCollector {
           step_of_[r->correlationId] = static_cast<std::int64_t>(r->externalId);
         break;
       }
-      case CUPTI_ACTIVITY_KIND_RUNTIME: {
+      case CUPTI_ACTIVITY_KIND_RUNTIME:
+      case CUPTI_ACTIVITY_KIND_DRIVER: {
         auto* r = reinterpret_cast<const CUpti_ActivityAPI*>(rec);
         if (!room()) break;
         RuntimeCall c;
         c.begin_ns = static_cast<std::int64_t>(r->start);
         c.end_ns = static_cast<std::int64_t>(r->end);
         c.correlation = r->correlationId;
-        c.name = name_index(api_name(r->cbid));
+        c.name = name_index(api_name(rec->kind == CUPTI_ACTIVITY_KIND_DRIVER ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API, r->cbid));
         calls_.push_back({c, r->threadId});
         break;
       }
@@ -261,7 +268,7 @@ class CuptiCollector {
   static void disable_all() {
     for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
                                  CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
-                                 CUPTI_ACTIVITY_KIND_OVERHEAD})
+                                 CUPTI_ACTIVITY_KIND_OVERHEAD, CUPTI_ACTIVITY_KIND_DRIVER})
       cuptiActivityDisable(k);
   }
 
@@ -289,7 +296,7 @@ class CuptiHandle final : public Collector {
   std::string_view name() const override { return "cupti"; }
   Status start(const SessionOptions& options, RangeHooks& hooks, TraceMeta& meta) override {
     if (!options.cupti) return Status::ok();
-    if (Status st = CuptiCollector::instance().start(); !st.is_ok()) return st;
+    if (Status st = CuptiCollector::instance().start(options.cupti_driver); !st.is_ok()) return st;
     started_ = true;
     meta.cupti = true;
     hooks.step_push = &CuptiCollector::push_step;

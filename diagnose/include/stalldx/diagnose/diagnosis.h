@@ -71,6 +71,8 @@ struct CauseShare {
 struct LaunchStats {
   int launches = 0;                 // kernel launch calls on the consumer in this step
   double host_us_per_launch = 0;    // mean wall time of those calls
+  double host_us_between_launches = 0;  // first launch's begin to last launch's end / launches: the host's pace
+                                        // (framework work between calls included)
   double device_us_per_kernel = 0;  // mean duration of the step's kernels
 };
 
@@ -135,7 +137,7 @@ struct RunSummary {
   std::array<double, kCauseCount> cause_ms{};                // steady-state totals by cause
   double decode_cpu_ratio = -1, read_cpu_ratio = -1;         // producers' cpu/wall over steady steps (-1 unknown)
   double producer_runq_ratio = -1;  // producers' run-queue delay / wall over steady steps (-1 not sampled)
-  double launches_per_step = 0, host_us_per_launch = 0, device_us_per_kernel = 0;
+  double launches_per_step = 0, host_us_per_launch = 0, device_us_per_kernel = 0, host_us_between_launches = 0;
   std::string dominant;                                      // most frequent steady-state verdict
   std::vector<Advised> advice;                               // the recommendations, in order
 };
