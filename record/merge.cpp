@@ -213,11 +213,19 @@ std::uint64_t assign_steps(Trace& t) {
     c.step = step_at(c.begin_ns);
     if (c.correlation != 0) call_step[c.correlation] = c.step;
   }
+  // Unmatched: device work inside the steps' span that no step claims. Work before the first step or
+  // after the last (start-up, calibration, shutdown) is outside the steps, not a gap in the records.
   t.meta.unmatched_device = 0;
+  const std::int64_t span_begin = top.empty() ? 0 : top.front()->begin_ns, span_end = top.empty() ? 0 : top.back()->end_ns;
+  std::unordered_map<std::uint64_t, std::int64_t> call_begin;
+  for (const RuntimeCall& c : t.calls) call_begin.emplace(c.correlation, c.begin_ns);
   for (DeviceActivity& a : t.activities) {
     auto it = call_step.find(a.correlation);
     a.step = it == call_step.end() ? -1 : it->second;
-    if (a.step < 0 && is_device_work(a.kind)) t.meta.unmatched_device++;
+    if (a.step >= 0 || !is_device_work(a.kind)) continue;
+    auto cb = call_begin.find(a.correlation);
+    const std::int64_t when = cb == call_begin.end() ? a.begin_ns : cb->second;
+    if (when >= span_begin && when <= span_end) t.meta.unmatched_device++;
   }
   return demoted;
 }

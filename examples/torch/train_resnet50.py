@@ -6,10 +6,14 @@ step, whether the loop waited on reads, on decoding, on its own host-side submis
     stalldx record --warmup 3 -- python3 train_resnet50.py --data DIR --workers 12
 
 Flags that induce each stall class:
-    retrieval     --read-delay-ms 40          every file read waits (a slow store), in the workers
+    retrieval     --read-delay-ms 40 --steps 40   every file read waits (a slow store), in the workers
+                                              (enough steps to drain what the workers prefetched
+                                              while the model was being set up)
     decoding      --workers 1                 too few loader workers for the step
     submission    --per-sample-copies         pageable per-sample copies, each synchronized
-    device-bound  --workers 12                fp32: the loader keeps up; the model step is the limit
+    device-bound  --workers 12 --image-size 320   the loader keeps up and the device step is long enough
+                                              that eager PyTorch's host work between launches hides
+                                              behind it (at 224 px fp32 the GPU idles ~15% of a step)
     submission    --workers 12 --bf16         bf16 kernels are short: eager PyTorch's host work between
                                               launches (dispatch, Python) paces the GPU
 
@@ -40,26 +44,26 @@ def phase(name):
 
 
 class JpegFolder(Dataset):
-    def __init__(self, root, read_delay_ms):
+    def __init__(self, root, read_delay_ms, size):
         self.files = sorted(
             os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs if f.lower().endswith((".jpg", ".jpeg")))
         if not self.files:
             sys.exit(f"train_resnet50.py: no .jpg files under --data {root}")
         self.labels = {d: i for i, d in enumerate(sorted({os.path.dirname(f) for f in self.files}))}
         self.read_delay = read_delay_ms / 1000.0
-        self.crop = v2.Compose([v2.RandomResizedCrop(224, antialias=True), v2.RandomHorizontalFlip()])
+        self.crop = v2.Compose([v2.RandomResizedCrop(size, antialias=True), v2.RandomHorizontalFlip()])
 
     def __len__(self):
         return 1 << 30  # sampled with wrap-around: any number of steps
 
     def __getitem__(self, i):
         path = self.files[i % len(self.files)]
-        with nvtx.range("read_file"):
+        with phase("read_file"):  # record_function too: with num_workers=0 torch.profiler sees the split
             if self.read_delay > 0:
                 time.sleep(self.read_delay)
             with open(path, "rb") as f:
                 data = torch.frombuffer(bytearray(f.read()), dtype=torch.uint8)
-        with nvtx.range("decode"):
+        with phase("decode"):
             img = torchvision.io.decode_jpeg(data, mode=torchvision.io.ImageReadMode.RGB)
             img = self.crop(img)
             x = (img.float() / 255.0 - MEAN) / STD
@@ -72,6 +76,7 @@ def main():
     p.add_argument("--batch", type=int, default=128)
     p.add_argument("--workers", type=int, default=12)
     p.add_argument("--steps", type=int, default=8)
+    p.add_argument("--image-size", type=int, default=224, help="crop size: larger makes the device step heavier")
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--read-delay-ms", type=float, default=0)
     p.add_argument("--per-sample-copies", action="store_true")
@@ -84,7 +89,7 @@ def main():
     model = torchvision.models.resnet50(num_classes=101).to(dev).to(memory_format=torch.channels_last)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
-    loader = DataLoader(JpegFolder(a.data, a.read_delay_ms), batch_size=a.batch, num_workers=a.workers,
+    loader = DataLoader(JpegFolder(a.data, a.read_delay_ms, a.image_size), batch_size=a.batch, num_workers=a.workers,
                         pin_memory=not a.per_sample_copies, persistent_workers=a.workers > 0,
                         prefetch_factor=2 if a.workers > 0 else None)
     it = iter(loader)

@@ -80,6 +80,19 @@ TEST(Merge, DeviceWorkBelongsToTheStepOfItsCallNotTheStepItOverlaps) {
   EXPECT_EQ(t.calls[0].step, 5);
   EXPECT_EQ(t.activities[0].step, 5);
   EXPECT_EQ(t.meta.unmatched_device, 0u);
+  // Device work launched before the first step (start-up) is outside the steps, not unmatched; work
+  // inside the span with no call is.
+  DeviceActivity early = a, orphan = a;
+  early.correlation = 100;
+  early.begin_ns = 10;
+  early.end_ns = 20;
+  orphan.correlation = 101;
+  orphan.begin_ns = 2100;
+  orphan.end_ns = 2200;
+  t.activities.push_back(early);
+  t.activities.push_back(orphan);
+  assign_steps(t);
+  EXPECT_EQ(t.meta.unmatched_device, 1u);
 }
 
 #ifdef NVTX_LOOP

@@ -40,7 +40,8 @@ Status merge_parts(const std::string& dir, const RoleMap& roles, const MergeOpti
 
 // Steps from step ranges (the consumer = the thread with most of them; nested or off-consumer step
 // ranges become `user`); every consumer range gets the step that contains it, runtime calls the step
-// that contains their start, device activity the step of its call. Returns the ranges demoted.
+// that contains their start, device activity the step of its call; meta.unmatched_device counts device
+// work launched inside the steps' span that no step claims. Returns the ranges demoted.
 std::uint64_t assign_steps(Trace& t);
 
 }  // namespace stalldx::record
