@@ -65,12 +65,15 @@ TEST(Merge, DeviceWorkBelongsToTheStepOfItsCallNotTheStepItOverlaps) {
   t.ranges.push_back({1100, 1200, 0, t.intern("wait"), Role::wait_batch});
   t.ranges.push_back({1500, 1600, 1, t.intern("ProfilerStep#99"), Role::step});  // off the consumer: demoted
   t.calls.push_back({1900, 1950, 0, t.intern("cudaLaunchKernel"), 7});
-  DeviceActivity a;
-  a.begin_ns = 1960;
-  a.end_ns = 2500;
-  a.kind = ActivityKind::kernel;
-  a.correlation = 7;
-  t.activities.push_back(a);
+  const auto kernel = [&t](std::uint64_t correlation, std::int64_t begin, std::int64_t end) {
+    DeviceActivity k;
+    k.begin_ns = begin;
+    k.end_ns = end;
+    k.kind = ActivityKind::kernel;
+    k.correlation = correlation;
+    t.activities.push_back(k);
+  };
+  kernel(7, 1960, 2500);
   EXPECT_EQ(assign_steps(t), 1u);
   EXPECT_EQ(t.ranges[0].step, 5);
   EXPECT_EQ(t.ranges[1].step, 6);
@@ -82,15 +85,8 @@ TEST(Merge, DeviceWorkBelongsToTheStepOfItsCallNotTheStepItOverlaps) {
   EXPECT_EQ(t.meta.unmatched_device, 0u);
   // Device work launched before the first step (start-up) is outside the steps, not unmatched; work
   // inside the span with no call is.
-  DeviceActivity early = a, orphan = a;
-  early.correlation = 100;
-  early.begin_ns = 10;
-  early.end_ns = 20;
-  orphan.correlation = 101;
-  orphan.begin_ns = 2100;
-  orphan.end_ns = 2200;
-  t.activities.push_back(early);
-  t.activities.push_back(orphan);
+  kernel(100, 10, 20);
+  kernel(101, 2100, 2200);
   assign_steps(t);
   EXPECT_EQ(t.meta.unmatched_device, 1u);
 }
