@@ -7,6 +7,7 @@
 #include "stalldx/diagnose/diagnosis.h"
 #include "stalldx/diagnose/whatif.h"
 #include "stalldx/output_file.h"
+#include "stalldx/record/kineto.h"
 #include "stalldx/trace_io.h"
 
 namespace stalldx::cli {
@@ -49,7 +50,16 @@ Action add_diagnose_command(CLI::App& app) {
     Trace t;
     exit_on_signal(true);  // reading and diagnosing write nothing: Ctrl-C ends them at once
     fmt::print(stderr, "stalldx diagnose: reading {}\n", a->trace);
-    if (Status st = read_trace_file(a->trace, t); !st.is_ok()) return fail_input("diagnose", st);
+    record::KinetoReport kineto;
+    bool was_kineto = false;
+    if (Status st = record::read_any_trace(a->trace, record::RoleMap::defaults(), t, kineto, was_kineto); !st.is_ok())
+      return fail_input("diagnose", st);
+    if (was_kineto) {
+      fmt::print(stderr, "stalldx diagnose: torch.profiler trace: {} events → {} host ranges, {} CUDA calls, {} device records; {} CPU ops "
+                         "folded into their parents; {} events not understood\n",
+                 kineto.events, kineto.host_ranges, kineto.calls, kineto.device, kineto.folded_ops, kineto.not_understood);
+      for (const std::string& n : kineto.notes) fmt::print(stderr, "  note: {}\n", n);
+    }
     const diagnose::Report rep = diagnose::diagnose(t, a->th);
     exit_on_signal(false);  // outputs: finish or fail cleanly
     std::string out = a->json ? diagnose::report_json(rep) + "\n" : diagnose::report_text(rep, !a->no_summaries);

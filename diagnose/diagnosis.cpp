@@ -47,7 +47,9 @@ struct StepAccumulator {
   void add(Cause c, const std::string& what, double ms_idle) {
     cls[static_cast<int>(cause_class(c))] += ms_idle;
     causes[{c, what}] += ms_idle;
+    if (c == Cause::input_unsplit) unsplit_ms += ms_idle;
   }
+  double unsplit_ms = 0;  // waits on a batch whose producers left no records
 };
 
 bool submits_copy(const TraceIndex& ix, const HostRange& r) {
@@ -129,6 +131,18 @@ void attribute(const TraceIndex& ix, Interval gap, std::size_t& seg_cursor, Step
       case Role::sync:
         acc.add(Cause::synchronization, ix.trace.name(r.name), d);
         break;
+      // The consumer producing its own batch (num_workers=0): its reads and decodes are the stall.
+      case Role::retrieval:
+        acc.add(r.cpu_ns >= 0 && r.end_ns > r.begin_ns &&
+                        static_cast<double>(r.cpu_ns) / static_cast<double>(r.end_ns - r.begin_ns) < ix.thresholds.waiting_cpu_ratio
+                    ? Cause::storage_wait
+                    : Cause::storage_read,
+                ix.trace.name(r.name), d);
+        break;
+      case Role::decode:
+      case Role::collate:
+        acc.add(Cause::decode_cpu_bound, ix.trace.name(r.name), d);
+        break;
       default:
         acc.add(Cause::unmapped_range, fmt::format("'{}' ({})", ix.trace.name(r.name), role_name(r.role)), d);
         if (r.role != Role::step && !acc.holds_both && submits_copy(ix, r)) acc.holds_both = &r;
@@ -147,8 +161,9 @@ void decide(const Thresholds& th, const Coverage& cov, StepAccumulator& acc, Ste
   sd.second = static_cast<StallClass>(order[1]);
   const double share = sd.stall_ms > 0 ? acc.cls[order[0]] / sd.stall_ms : 0;
   if (sd.stall_ms <= limit) sd.verdict = Verdict::device_bound;
-  else if (share >= th.dominant_share)
-    sd.verdict = sd.top == StallClass::unattributed ? Verdict::unattributed : static_cast<Verdict>(order[0]);
+  else if (share >= th.dominant_share && sd.top != StallClass::unattributed) sd.verdict = static_cast<Verdict>(order[0]);
+  else if (acc.unsplit_ms >= th.dominant_share * sd.stall_ms) sd.verdict = Verdict::input;  // waited on an unrecorded loader
+  else if (share >= th.dominant_share) sd.verdict = Verdict::unattributed;
   else sd.verdict = Verdict::mixed;
 
   // Typed causes, merged over their `what`, largest first; the text lines keep the record names.
@@ -217,6 +232,12 @@ void decide(const Thresholds& th, const Coverage& cov, StepAccumulator& acc, Ste
       break;
     case Verdict::unattributed:
       sd.next_question = "the consumer was outside any wait/submit range: add ranges around that code";
+      break;
+    case Verdict::input:
+      sd.next_question =
+          "the loop waited for its loader, whose work is not in this trace (DataLoader workers are other processes): to split retrieval "
+          "from decoding, annotate __getitem__ (torch.cuda.nvtx.range) and run under `stalldx record`, or profile with num_workers=0 "
+          "and record_function ranges, which this reader splits";
       break;
     case Verdict::no_device_records: break;
   }

@@ -10,7 +10,7 @@
 namespace stalldx::diagnose {
 
 namespace {
-const std::set<std::string> kClasses = {"retrieval", "decoding", "submission", "device-bound"};
+const std::set<std::string> kClasses = {"retrieval", "decoding", "submission", "device-bound", "input"};
 std::string normalized(const StepDiagnosis& s) {
   return s.verdict == Verdict::device_bound ? "device-bound" : verdict_name(s.verdict, false);
 }
@@ -34,7 +34,7 @@ Status Expectation::parse(const std::string& spec, Expectation& out) {
     return Status::ok();
   }
   return Status::invalid(fmt::format("bad expectation '{}': want a class ({}) or alternate:N:R=class:class", spec,
-                                     "retrieval, decoding, submission, device-bound"));
+                                     "retrieval, decoding, submission, device-bound, input"));
 }
 
 const std::string& Expectation::expected(std::int64_t step) const {

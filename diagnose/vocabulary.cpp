@@ -43,6 +43,7 @@ std::string verdict_name(Verdict v, bool standin) {
     case Verdict::mixed: return "mixed";
     case Verdict::unattributed: return "unattributed";
     case Verdict::no_device_records: return "no-device-records";
+    case Verdict::input: return "input";
   }
   return "?";
 }

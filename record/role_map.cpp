@@ -28,7 +28,7 @@ constexpr Default kDefaults[] = {
     // PyTorch
     {"ProfilerStep#\\d+", Role::step},
     {"enumerate\\(DataLoader\\)#.*__next__|DataLoader.*__next__|dataloader_next", Role::wait_batch},
-    {"Optimizer\\.step#.*|Optimizer\\.zero_grad#.*", Role::user},
+    {"Optimizer\\.step#.*|Optimizer\\.zero_grad#.*", Role::submit},  // the optimizer's kernels are the step's device work
     {"aten::copy_|aten::to|aten::_to_copy", Role::submit},
     {"cudaStreamSynchronize|cudaDeviceSynchronize|aten::item|aten::_local_scalar_dense", Role::sync},
     // NVIDIA DALI

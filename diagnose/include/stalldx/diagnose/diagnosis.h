@@ -34,7 +34,9 @@ enum class StallClass : std::uint8_t { retrieval, decoding, submission, unattrib
 inline constexpr int kClassCount = 4;
 const char* class_name(StallClass c);
 
-enum class Verdict : std::uint8_t { retrieval, decoding, submission, device_bound, mixed, unattributed, no_device_records };
+// input: the consumer waited for a loader whose work left no records (DataLoader workers absent from a
+// torch.profiler trace): input-bound, split between retrieval and decoding unknown.
+enum class Verdict : std::uint8_t { retrieval, decoding, submission, device_bound, mixed, unattributed, no_device_records, input };
 // "device-bound" reads "consumer-bound" when the host stand-in played the device.
 std::string verdict_name(Verdict v, bool standin);
 

@@ -1,0 +1,38 @@
+// torch.profiler (Kineto) traces into the trace model, so `stalldx diagnose x.pt.trace.json[.gz]` gives
+// PyTorch users per-step verdicts. Both schemas: the current one (categories cpu_op, user_annotation,
+// cuda_runtime, cuda_driver, kernel, gpu_memcpy, gpu_memset; baseTimeNanoseconds) and the older one
+// (Operator, Runtime, Kernel, Memcpy, Memset). Host ranges take roles from the RoleMap; a copy or a sync
+// op counts as one only when it issued the CUDA call that makes it one (aten::copy_ on CPU tensors inside
+// a Dataset is not a transfer); steps are ProfilerStep#N.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stalldx/record/role_map.h"
+#include "stalldx/status.h"
+#include "stalldx/trace_model.h"
+
+namespace stalldx::record {
+
+struct KinetoReport {
+  std::uint64_t events = 0;            // entries in traceEvents
+  std::uint64_t host_ranges = 0, calls = 0, device = 0;
+  std::uint64_t folded_ops = 0;        // CPU ops with no role (their time stays with their parents)
+  std::uint64_t loader_ops = 0;        // CPU ops inside a wait on the loop's own thread (num_workers=0): decode work
+  std::uint64_t ignored = 0;           // events known and not needed (flows, metadata, python frames, overhead)
+  std::uint64_t not_understood = 0;    // categories/phases this reader does not know (counted in the coverage)
+  std::vector<std::string> notes;      // one line each: what is missing and what follows from it
+};
+
+// True when `text` starts like a Kineto trace (its header keys come before traceEvents).
+bool looks_like_kineto(const std::string& text);
+
+// Parses a whole Kineto JSON document. Errors name what was wrong (not JSON, no traceEvents, ...).
+Status read_kineto_json(const std::string& text, const RoleMap& roles, Trace& out, KinetoReport& report);
+
+// Any trace stalldx can diagnose: its own, a Kineto trace (gzip or not). `report` is filled for Kineto.
+Status read_any_trace(const std::string& path, const RoleMap& roles, Trace& out, KinetoReport& report, bool& was_kineto);
+
+}  // namespace stalldx::record
