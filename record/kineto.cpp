@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <unordered_map>
 
@@ -64,6 +65,11 @@ bool is_sync_call(std::string_view n) {
   return n.find("Synchronize") != std::string_view::npos || is_copy_call(n);  // a D2H copy waits for the device
 }
 
+struct ViewHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+
 struct PendingRange {
   HostRange range;
   bool is_op = false;  // a CPU op (its submit/sync role must be earned by a CUDA call inside it)
@@ -81,9 +87,9 @@ Status read_kineto_json(const std::string& text, const RoleMap& roles, Trace& ou
   out = Trace{};
   rep = KinetoReport{};
   simdjson::dom::parser parser;
-  const simdjson::padded_string padded(text);
   element doc;
-  if (auto err = parser.parse(padded).get(doc); err)
+  // parse() copies into padded memory when the string lacks simdjson's padding.
+  if (auto err = parser.parse(text).get(doc); err)
     return Status::parse(fmt::format("not a complete JSON document ({}): a trace cut short, or not a trace", simdjson::error_message(err)));
   simdjson::dom::array events;
   if (doc["traceEvents"].get_array().get(events))
@@ -99,23 +105,21 @@ Status read_kineto_json(const std::string& text, const RoleMap& roles, Trace& ou
     return it->second;
   };
   std::vector<PendingRange> ranges;
+  double first_ts = std::numeric_limits<double>::infinity();
   std::vector<HostRange> folded;  // CPU ops with no role
-  std::unordered_map<std::string, std::uint32_t> interned;
-  const auto intern = [&](std::string_view n) {
-    auto it = interned.find(std::string(n));
-    if (it != interned.end()) return it->second;
-    const std::uint32_t id = out.intern(n);
-    interned.emplace(std::string(n), id);
-    return id;
+  // Per distinct name: its id and role, looked up by string_view (no allocation per event).
+  struct NameInfo {
+    std::uint32_t id;
+    std::optional<Role> role;
   };
-  std::unordered_map<std::string, std::optional<Role>> role_cache;
-  const auto role_of = [&](std::string_view n) -> std::optional<Role> {
-    auto it = role_cache.find(std::string(n));
-    if (it != role_cache.end()) return it->second;
-    const std::optional<Role> r = roles.match(std::string(n), "");
-    role_cache.emplace(std::string(n), r);
-    return r;
+  std::unordered_map<std::string, NameInfo, ViewHash, std::equal_to<>> names;
+  const auto info = [&](std::string_view n) -> const NameInfo& {
+    auto it = names.find(n);
+    if (it != names.end()) return it->second;
+    return names.emplace(std::string(n), NameInfo{out.intern(n), roles.match(std::string(n), "")}).first->second;
   };
+  const auto intern = [&](std::string_view n) { return info(n).id; };
+  const auto role_of = [&](std::string_view n) { return info(n).role; };
 
   for (element ev : events) {
     rep.events++;
@@ -123,6 +127,10 @@ Status read_kineto_json(const std::string& text, const RoleMap& roles, Trace& ou
     if (ev.get_object().get(o)) { rep.not_understood++; continue; }
     std::string_view ph, cat, name;
     if (o["ph"].get_string().get(ph)) { rep.not_understood++; continue; }
+    {  // Perfetto shows times from the earliest event of any kind: our origin is the same
+      double any_ts = 0;
+      if (!o["ts"].get_double().get(any_ts) && std::isfinite(any_ts)) first_ts = std::min(first_ts, any_ts);
+    }
     if (ph == "M") {
       std::string_view what, value;
       const std::int64_t pid = int_arg(ev, "pid", 0), tid = int_arg(ev, "tid", 0);
@@ -152,8 +160,9 @@ Status read_kineto_json(const std::string& text, const RoleMap& roles, Trace& ou
     }
     if (!(dur >= 0) || !std::isfinite(ts)) { rep.not_understood++; continue; }
     const std::int64_t begin = to_ns(ts), end = to_ns(ts + dur);
-    const element args = ev["args"].error() ? element() : ev["args"].value();
-    const bool has_args = !ev["args"].error();
+    element args;
+    const bool has_args = !o["args"].get(args);
+    const std::int64_t pid = int_arg(ev, "pid", 0), tid = int_arg(ev, "tid", 0);
     const Cat c = category(cat);
     switch (c) {
       case Cat::cpu_op:
@@ -161,13 +170,13 @@ Status read_kineto_json(const std::string& text, const RoleMap& roles, Trace& ou
         const std::optional<Role> role = role_of(name);
         if (c == Cat::cpu_op && !role) {
           // Kept aside: inside a single-process loader's wait they are the loader's CPU work.
-          folded.push_back(HostRange{begin, end, lane(int_arg(ev, "pid", 0), int_arg(ev, "tid", 0)), intern(name), Role::decode});
+          folded.push_back(HostRange{begin, end, lane(pid, tid), intern(name), Role::decode});
           break;
         }
         PendingRange p;
         p.range.begin_ns = begin;
         p.range.end_ns = end;
-        p.range.thread = lane(int_arg(ev, "pid", 0), int_arg(ev, "tid", 0));
+        p.range.thread = lane(pid, tid);
         p.range.name = intern(name);
         p.range.role = role.value_or(Role::user);
         p.is_op = c == Cat::cpu_op;
@@ -178,7 +187,7 @@ Status read_kineto_json(const std::string& text, const RoleMap& roles, Trace& ou
         RuntimeCall call;
         call.begin_ns = begin;
         call.end_ns = end;
-        call.thread = lane(int_arg(ev, "pid", 0), int_arg(ev, "tid", 0));
+        call.thread = lane(pid, tid);
         call.name = intern(name);
         call.correlation = has_args ? static_cast<std::uint64_t>(int_arg(args, "correlation", 0)) : 0;
         out.calls.push_back(call);
@@ -196,7 +205,7 @@ Status read_kineto_json(const std::string& text, const RoleMap& roles, Trace& ou
         if (c == Cat::memcpy) memcpy_kind(name, a.kind, a.host_mem);
         if (has_args) {
           a.device = static_cast<std::int32_t>(int_arg(args, "device", 0));
-          a.stream = static_cast<std::uint32_t>(int_arg(args, "stream", int_arg(ev, "tid", 0)));
+          a.stream = static_cast<std::uint32_t>(int_arg(args, "stream", tid));
           a.correlation = static_cast<std::uint64_t>(int_arg(args, "correlation", 0));
           a.bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(0, int_arg(args, "bytes", 0)));
         }
@@ -290,7 +299,7 @@ Status read_kineto_json(const std::string& text, const RoleMap& roles, Trace& ou
   out.meta.device = "CUDA (torch.profiler trace)";
   out.meta.config["source"] = "torch.profiler";
   out.meta.skipped_events = rep.not_understood;
-  std::int64_t origin = INT64_MAX;
+  std::int64_t origin = std::isfinite(first_ts) ? to_ns(first_ts) : INT64_MAX;
   for (const HostRange& r : out.ranges) origin = std::min(origin, r.begin_ns);
   for (const DeviceActivity& a : out.activities) origin = std::min(origin, a.begin_ns);
   out.meta.origin_ns = origin == INT64_MAX ? 0 : origin;
