@@ -236,7 +236,6 @@ bool enabled() noexcept {
 
 const char* record_dir() noexcept { return enabled() ? g_dir.c_str() : ""; }
 
-std::int64_t process_id() noexcept { return getpid(); }
 
 std::uint32_t name_id(std::string_view text) noexcept {
   ThreadState* t = thread_part();

@@ -25,8 +25,6 @@ bool pop() noexcept;
 std::uint64_t start(std::uint32_t name, std::uint32_t domain, std::uint32_t category) noexcept;
 void end(std::uint64_t id) noexcept;
 
-// This process's pid as the parts know it (refreshed after fork).
-std::int64_t process_id() noexcept;
 // The record directory (empty when disabled).
 const char* record_dir() noexcept;
 

@@ -2,12 +2,12 @@
 
 #include <fmt/format.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
-#include <csignal>
+#include <cstring>
 #include <filesystem>
 
-#include "stalldx/output_file.h"
 #include "stalldx/record/part_format.h"
 #include "stalldx/trace_io.h"
 
