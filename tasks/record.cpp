@@ -35,7 +35,7 @@ std::string find_inject_library(const std::string& exe) {
   const fs::path self = fs::canonical(exe.empty() ? fs::path("/proc/self/exe") : fs::path(exe), ec);
   if (ec) return "";
   const fs::path dir = self.parent_path();
-  for (const fs::path& p : {dir / ".." / "inject" / "libstalldx_inject.so", dir / ".." / "lib" / "libstalldx_inject.so",
+  for (const fs::path& p : {dir / ".." / "profiler" / "inject" / "libstalldx_inject.so", dir / ".." / "lib" / "libstalldx_inject.so",
                             dir / "libstalldx_inject.so"})
     if (fs::exists(p, ec)) return fs::weakly_canonical(p, ec).string();
   return "";

@@ -37,7 +37,7 @@ struct RecordResult {
   int exit_code() const;
 };
 
-// The injection library next to `exe` (build tree: ../inject/, installed: ../lib/), or
+// The injection library next to `exe` (build tree: ../profiler/inject/, installed: ../lib/), or
 // $STALLDX_INJECT_LIBRARY; empty when none exists.
 std::string find_inject_library(const std::string& exe);
 
