@@ -14,7 +14,7 @@ namespace stalldx::cli {
 
 namespace {
 struct DiagnoseArgs {
-  std::string trace, svg;
+  std::string trace, svg, html;
   bool json = false, no_summaries = false;
   std::vector<int> what_if;
   diagnose::Thresholds th;
@@ -38,14 +38,16 @@ Action add_diagnose_command(CLI::App& app) {
   sub->add_option("trace", a->trace, "trace file written by stalldx run --trace")->required();
   sub->add_flag("--json", a->json, "print the report as JSON");
   sub->add_option("--svg", a->svg, "write a per-step busy + stall chart as SVG");
+  sub->add_option("--html", a->html, "write the report as one self-contained HTML page");
   sub->add_flag("--no-summaries", a->no_summaries, "leave out the summary tables");
   sub->add_option("--what-if", a->what_if, "predict steady img/s at these worker counts (comma-separated) from this run's costs")
       ->delimiter(',')->check(CLI::Range(1, 1024));
   add_threshold_options(*sub, a->th);
   return [a] {
-    if (!a->svg.empty()) {
-      OutputCheck check{"SVG"};
-      if (Status st = check_output_path(a->svg, check); !st.is_ok()) return fail_input("diagnose", st);
+    for (const std::string* path : {&a->svg, &a->html}) {
+      if (path->empty()) continue;
+      OutputCheck check{path == &a->svg ? "SVG" : "HTML report"};
+      if (Status st = check_output_path(*path, check); !st.is_ok()) return fail_input("diagnose", st);
     }
     Trace t;
     exit_on_signal(true);  // reading and diagnosing write nothing: Ctrl-C ends them at once
@@ -70,6 +72,8 @@ Action add_diagnose_command(CLI::App& app) {
     if (!print_checked("diagnose", out)) return 1;
     if (!a->svg.empty())
       if (Status st = write_file_atomic(a->svg, diagnose::report_svg(rep)); !st.is_ok()) return fail("diagnose", st);
+    if (!a->html.empty())
+      if (Status st = write_file_atomic(a->html, diagnose::report_html(rep, a->trace)); !st.is_ok()) return fail("diagnose", st);
     return 0;
   };
 }

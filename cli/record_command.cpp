@@ -16,7 +16,7 @@ namespace stalldx::cli {
 namespace {
 struct RecordArgs {
   tasks::RecordOptions options;
-  std::string roles, step, svg;
+  std::string roles, step, svg, html;
   bool json = false, no_summaries = false;
   diagnose::Thresholds th;
 };
@@ -32,6 +32,7 @@ Action add_record_command(CLI::App& app) {
   sub->add_flag("--keep-parts", a->options.keep_parts, "keep the per-process part files (their folder is printed)");
   sub->add_flag("--json", a->json, "print the report as JSON");
   sub->add_option("--svg", a->svg, "write a per-step busy + stall chart as SVG");
+  sub->add_option("--html", a->html, "write the report as one self-contained HTML page");
   sub->add_flag("--no-summaries", a->no_summaries, "leave out the summary tables");
   add_threshold_options(*sub, a->th);
   sub->add_option("command", a->options.command, "the program and its arguments, after --")->required();
@@ -47,9 +48,9 @@ Action add_record_command(CLI::App& app) {
         return fail_input("record", Status::invalid(fmt::format("--step \"{}\" is not a regular expression: {}", a->step, e.what())));
       }
     }
-    for (const std::string* path : {&a->options.trace, &a->svg}) {
+    for (const std::string* path : {&a->options.trace, &a->svg, &a->html}) {
       if (path->empty()) continue;
-      OutputCheck check{path == &a->svg ? "SVG" : "trace"};
+      OutputCheck check{path == &a->svg ? "SVG" : path == &a->html ? "HTML report" : "trace"};
       if (Status st = check_output_path(*path, check); !st.is_ok()) return fail_input("record", st);
     }
     a->options.inject_library = tasks::find_inject_library("");
@@ -64,6 +65,8 @@ Action add_record_command(CLI::App& app) {
     if (!print_checked("record", out)) return r.exit_code() != 0 ? r.exit_code() : 1;
     if (!a->svg.empty())
       if (Status st = write_file_atomic(a->svg, diagnose::report_svg(rep)); !st.is_ok()) fail("record", st);
+    if (!a->html.empty())
+      if (Status st = write_file_atomic(a->html, diagnose::report_html(rep, a->options.trace)); !st.is_ok()) fail("record", st);
     return r.exit_code();
   };
 }

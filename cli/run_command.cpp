@@ -17,6 +17,7 @@ namespace {
 struct RunArgs {
   RunConfig config;
   bool json = false;
+  std::string html;
 };
 }  // namespace
 
@@ -25,6 +26,7 @@ Action add_run_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("run", "run the reference input pipeline and report throughput (and, profiled, a trace)");
   add_run_options(*sub, a->config);
   sub->add_flag("--json", a->json, "print the report as JSON");
+  sub->add_option("--html", a->html, "also write the diagnosis as one self-contained HTML page (profiled runs)");
   return [a] {
     RunConfig& c = a->config;
     if (Status st = pipeline::validate(c); !st.is_ok()) return fail("run", st);
@@ -36,6 +38,11 @@ Action add_run_command(CLI::App& app) {
     OutputCheck trace_check{"trace", c.data};
     if (!c.trace.empty())
       if (Status st = check_output_path(c.trace, trace_check); !st.is_ok()) return fail_input("run", st);
+    if (!a->html.empty()) {
+      if (!c.profile) return fail("run", Status::invalid(fmt::format("--html '{}' with --no-profile: there would be no diagnosis", a->html)));
+      OutputCheck html_check{"HTML report", c.data};
+      if (Status st = check_output_path(a->html, html_check); !st.is_ok()) return fail_input("run", st);
+    }
     pipeline::RunResult r;
     // Progress on stderr: where the run is (also what the signal tests wait for before interrupting).
     Status st = pipeline::run_pipeline(c, r, &stop_flag().requested, [&c, &r](pipeline::RunPhase phase) {
@@ -54,15 +61,19 @@ Action add_run_command(CLI::App& app) {
     }
     // Profiled: the diagnosis of this very run follows the measurements.
     std::string out;
+    const diagnose::Report rep = r.has_trace ? diagnose::diagnose(r.trace) : diagnose::Report{};
     if (a->json) {
       nlohmann::json j = tasks::run_report_json(r);
-      if (r.has_trace) j["diagnosis"] = nlohmann::json::parse(diagnose::report_json(diagnose::diagnose(r.trace)));
+      if (r.has_trace) j["diagnosis"] = nlohmann::json::parse(diagnose::report_json(rep));
       out = j.dump(2) + "\n";
     } else {
       out = tasks::run_report_text(r);
-      if (r.has_trace) out += "\n" + diagnose::report_text(diagnose::diagnose(r.trace), true);
+      if (r.has_trace) out += "\n" + diagnose::report_text(rep, true);
     }
     if (!print_checked("run", out)) rc = 1;
+    if (r.has_trace && !a->html.empty())
+      if (Status ws = write_file_atomic(a->html, diagnose::report_html(rep, c.trace.empty() ? std::string("stalldx run") : c.trace)); !ws.is_ok())
+        rc = fail("run", ws);
     if (r.has_trace && !c.trace.empty()) {
       if (Status ws = write_trace_file(r.trace, c.trace); !ws.is_ok()) return fail("run", ws);
       if (!a->json)

@@ -1,6 +1,8 @@
 // The diagnosis engine on synthetic traces: every verdict, the edge cases, and the seed's worked example.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "stalldx/diagnose/diagnosis.h"
 #include "stalldx/diagnose/sweep_analysis.h"
 
@@ -312,15 +314,47 @@ TEST(Outputs, JsonAndSvgCarryEveryStep) {
   EXPECT_NE(j.find("\"verdict\": \"retrieval\""), std::string::npos);
   const std::string svg = report_svg(r);
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);
-  EXPECT_NE(svg.find("step 4 retrieval"), std::string::npos);
+  EXPECT_NE(svg.find("step 4: retrieval"), std::string::npos);
 }
 
-TEST(Outputs, TextFromTracesIsEscapedInSvg) {
+// Any step count reads: the chart keeps its width, bars become means of consecutive steps, the axes
+// carry units and the legend every series; the HTML page stays small and carries every step's row.
+TEST(Outputs, ChartsReadAtFourThousandSteps) {
+  const Report r = diagnose(input_bound(Role::retrieval, 4000, 5, 0.1));
+  const std::string svg = report_svg(r);
+  EXPECT_NE(svg.find("width=\"960\""), std::string::npos);
+  EXPECT_NE(svg.find("per bar (means)"), std::string::npos);
+  EXPECT_NE(svg.find("time per step (ms)"), std::string::npos);
+  for (const char* legend : {"device busy", "stall: retrieval", "stall: decoding", "stall: submission", "stall: unattributed", "warm-up"})
+    EXPECT_NE(svg.find(std::string(">") + legend + "<"), std::string::npos) << legend;
+  EXPECT_LT(std::count(svg.begin(), svg.end(), '\n'), 2000);  // bucketed: not one bar per step
+  const std::string html = report_html(r, "synthetic");
+  EXPECT_LT(html.size(), 5u << 20);
+  std::size_t rows = 0;
+  for (std::size_t p = html.find("<tr data-verdict="); p != std::string::npos; p = html.find("<tr data-verdict=", p + 1)) ++rows;
+  EXPECT_EQ(rows, 4000u);
+}
+
+TEST(Outputs, TextFromTracesIsEscapedInSvgAndHtml) {
   Trace t = input_bound(Role::retrieval, 5, 5, 0.1);
   t.meta.device = "<script>alert(1)</script> & \"x\"";
-  const std::string svg = report_svg(diagnose(t));
+  // A range named like markup, where the consumer spends the stall: it lands in causes and evidence.
+  for (HostRange& r : t.ranges)
+    if (r.role == Role::wait_batch) {
+      r.role = Role::user;
+      r.name = t.intern("<script>alert(1)</script>");
+    }
+  const Report rep = diagnose(t);
+  const std::string svg = report_svg(rep);
   EXPECT_EQ(svg.find("<script>"), std::string::npos) << svg.substr(0, 300);
   EXPECT_NE(svg.find("&lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;x&quot;"), std::string::npos);
+  const std::string html = report_html(rep, "<img src=x onerror=alert(1)>.json");
+  EXPECT_EQ(html.find("<script>alert"), std::string::npos);
+  EXPECT_EQ(html.find("<img"), std::string::npos);
+  EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos) << "the range name is shown, escaped";
+  std::size_t scripts = 0;
+  for (std::size_t p = html.find("<script"); p != std::string::npos; p = html.find("<script", p + 1)) ++scripts;
+  EXPECT_EQ(scripts, 1u) << "only the page's own script";
   SweepPoint p;
   p.workers = 1;
   p.prefetch = 1;

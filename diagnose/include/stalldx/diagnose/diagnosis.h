@@ -174,5 +174,8 @@ std::string report_text(const Report& report, bool with_summaries = true);
 std::string report_json(const Report& report);
 // Per-step stacked bars: busy + stall by class, warm-up shaded.
 std::string report_svg(const Report& report);
+// One self-contained HTML page (no network): verdicts and advice, the chart, the step table with a
+// verdict filter, the largest stall with trace timestamps, coverage, summaries. `source` names the trace.
+std::string report_html(const Report& report, const std::string& source);
 
 }  // namespace stalldx::diagnose

@@ -1,0 +1,163 @@
+// One self-contained HTML page per diagnosis: verdicts and advice first, the per-step chart (the SVG of
+// report_svg, bucketed so any step count reads), the step table with a verdict filter, the largest stall's
+// evidence with trace timestamps, coverage, the summaries. No network: the CSS and the one small script
+// are inline. Every text from a trace goes through xml_escape.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
+#include <set>
+
+#include "markup.h"
+#include "stalldx/diagnose/diagnosis.h"
+
+namespace stalldx::diagnose {
+
+namespace {
+
+constexpr const char* kStyle = R"CSS(
+body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1100px;color:#222;padding:0 16px}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
+.muted{color:#666}.chip{display:inline-block;padding:2px 10px;border-radius:12px;margin:0 6px 6px 0;background:#eef;font-weight:600}
+.chip.retrieval{background:#fbd5d5}.chip.decoding{background:#ffe3c4}.chip.submission{background:#e5dbf3}.chip.device-bound,.chip.consumer-bound{background:#d7f0d7}
+.chip.mixed,.chip.unattributed,.chip.input{background:#e4e4e4}
+ul.advice li{margin:4px 0}.bar{display:flex;height:14px;border-radius:3px;overflow:hidden;max-width:600px;background:#eee}
+table{border-collapse:collapse;width:100%;font-size:12.5px}th,td{border-bottom:1px solid #eee;padding:3px 6px;text-align:right;vertical-align:top}
+th{background:#f6f6f6;position:sticky;top:0}td.l,th.l{text-align:left}tr.warmup td{color:#888}
+.scroll{max-height:560px;overflow:auto;border:1px solid #ddd}pre{background:#f8f8f8;padding:8px;overflow:auto;font-size:12px}
+svg{max-width:100%;height:auto}
+)CSS";
+
+// Filters the step table by verdict; marks the page ready (tests look for data-ready).
+constexpr const char* kScript = R"JS(
+(function(){var sel=document.getElementById('verdict-filter'),rows=document.querySelectorAll('#steps tbody tr'),shown=document.getElementById('shown');
+function apply(){var v=sel.value,n=0;for(var i=0;i<rows.length;i++){var ok=v===''||rows[i].getAttribute('data-verdict')===v;rows[i].style.display=ok?'':'none';if(ok)n++;}shown.textContent=n;}
+sel.addEventListener('change',apply);apply();document.body.setAttribute('data-ready','1');})();
+)JS";
+
+std::string esc(std::string_view s) { return xml_escape(s); }
+
+void summary_table(std::string& out, const char* title, const std::vector<SummaryRow>& rows, std::size_t limit) {
+  if (rows.empty()) return;
+  auto o = std::back_inserter(out);
+  fmt::format_to(o, "<h3>{}</h3><div class=\"scroll\" style=\"max-height:320px\"><table><thead><tr><th class=\"l\">group</th><th class=\"l\">name</th>"
+                    "<th>count</th><th>total ms</th><th>mean ms</th><th>p95 ms</th><th>max ms</th></tr></thead><tbody>\n", title);
+  for (std::size_t i = 0; i < rows.size() && i < limit; ++i) {
+    const SummaryRow& r = rows[i];
+    fmt::format_to(o, "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{:.3f}</td><td>{:.3f}</td><td>{:.3f}</td><td>{:.3f}</td></tr>\n",
+                   esc(r.group), esc(r.name), r.count, r.total_ms, r.mean_ms, r.p95_ms, r.max_ms);
+  }
+  out += "</tbody></table></div>\n";
+}
+
+}  // namespace
+
+std::string report_html(const Report& rep, const std::string& source) {
+  std::string out;
+  out.reserve(4096 + rep.steps.size() * 420);
+  auto o = std::back_inserter(out);
+  const bool standin = rep.coverage.standin;
+  fmt::format_to(o, "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">"
+                    "<title>stalldx — {}</title><style>{}</style></head><body>\n",
+                 esc(source), kStyle);
+  fmt::format_to(o, "<header><h1>stalldx diagnosis</h1><div class=\"muted\">{} · device: {}</div></header>\n", esc(source),
+                 esc(standin ? "host stand-in (no device)" : rep.device));
+
+  // Verdicts and advice first.
+  const RunSummary& s = rep.summary;
+  out += "<section id=\"summary\"><h2>Verdict</h2><div>";
+  for (const auto& [v, n] : s.verdict_counts) fmt::format_to(o, "<span class=\"chip {0}\">{0}: {1}</span>", esc(v), n);
+  fmt::format_to(o, "</div><p>{} steady-state steps ({} warm-up reported apart); stall {:.1f} ms of {:.1f} ms windows, device busy {:.1f} ms.</p>\n",
+                 s.steady_steps, s.warmup_steps, s.steady_stall_ms, s.steady_window_ms, s.steady_busy_ms);
+  if (s.steady_stall_ms > 0) {
+    const char* colours[] = {"#d62728", "#ff7f0e", "#9467bd", "#7f7f7f"};
+    out += "<div class=\"bar\" title=\"stall by class\">";
+    for (int k = 0; k < kClassCount; ++k) {
+      const double share = s.stall_ms[static_cast<std::size_t>(k)] / s.steady_stall_ms;
+      if (share > 0)
+        fmt::format_to(o, "<span style=\"width:{:.2f}%;background:{}\" title=\"{}: {:.1f} ms\"></span>", 100 * share, colours[k],
+                       class_name(static_cast<StallClass>(k)), s.stall_ms[static_cast<std::size_t>(k)]);
+    }
+    out += "</div><p class=\"muted\">stall by class: ";
+    for (int k = 0; k < kClassCount; ++k)
+      fmt::format_to(o, "{}{} {:.1f} ms", k ? " · " : "", class_name(static_cast<StallClass>(k)), s.stall_ms[static_cast<std::size_t>(k)]);
+    out += "</p>\n";
+  }
+  out += "<h3>Advice</h3><ul class=\"advice\" id=\"advice\">";
+  if (s.advice.empty()) out += "<li class=\"muted\">none: nothing in these records calls for a change</li>";
+  for (const Advised& a : s.advice) fmt::format_to(o, "<li>{}</li>", esc(a.text));
+  out += "</ul></section>\n";
+
+  // Coverage and confidence.
+  const Coverage& c = rep.coverage;
+  fmt::format_to(o, "<section id=\"coverage\"><h2>Coverage</h2><p>host {} · CPU time {} · NVTX {} · CUPTI {} · device records {} · dropped host {} / device {} · "
+                    "device records with no step {}{}</p><p>confidence: <b>{}</b></p>",
+                 c.host ? "on" : "off", c.cpu_time ? "on" : "off", c.nvtx ? "on" : "off", c.cupti ? "on" : "off",
+                 c.device_records ? (standin ? "host stand-in" : "yes") : "NONE", c.dropped_host, c.dropped_device, c.unmatched_device,
+                 c.interrupted ? " · the run was interrupted" : "", esc(c.confidence));
+  if (!c.notes.empty()) {
+    out += "<ul>";
+    for (const std::string& n : c.notes) fmt::format_to(o, "<li>{}</li>", esc(n));
+    out += "</ul>";
+  }
+  out += "</section>\n";
+
+  // The chart.
+  out += "<section id=\"chart\"><h2>Per step</h2>\n";
+  out += report_svg(rep);
+  out += "<p class=\"muted\">Hover a bar for its numbers. Times are ms; a bar is one step, or the mean of consecutive steps when there are "
+         "more steps than fit.</p></section>\n";
+
+  // The largest steady stall, with its evidence and where to look in the trace.
+  const StepDiagnosis* worst = nullptr;
+  for (const StepDiagnosis& st : rep.steps)
+    if (!st.warmup && (worst == nullptr || st.stall_ms > worst->stall_ms)) worst = &st;
+  if (worst != nullptr) {
+    fmt::format_to(o, "<section id=\"largest\"><h2>Largest steady-state stall: step {}</h2><p>{:.3f}–{:.3f} ms in the trace (as Perfetto shows "
+                      "times: from the trace's start). {}</p><pre>",
+                   worst->step, worst->window_begin_ms, worst->window_end_ms, esc(worst->evidence));
+    for (const std::string& d : worst->details) fmt::format_to(o, "{}\n", esc(d));
+    fmt::format_to(o, "</pre><p><b>next:</b> {}</p><p class=\"muted\">In Perfetto (ui.perfetto.dev, open the trace): press <kbd>/</kbd>, "
+                      "search the step's range, or drag over {:.3f}–{:.3f} ms; the device lanes' gaps are the stall, the consumer's slices "
+                      "at those times are where it went.</p></section>\n",
+                   esc(worst->next_question), worst->window_begin_ms, worst->window_end_ms);
+  }
+
+  // Every step, filterable by verdict.
+  std::set<std::string> verdicts;
+  for (const StepDiagnosis& st : rep.steps) verdicts.insert(verdict_name(st.verdict, standin));
+  out += "<section id=\"steps\"><h2>Steps</h2><p><label>verdict <select id=\"verdict-filter\"><option value=\"\">all</option>";
+  for (const std::string& v : verdicts) fmt::format_to(o, "<option value=\"{0}\">{0}</option>", esc(v));
+  fmt::format_to(o, "</select></label> <span class=\"muted\"><span id=\"shown\">{}</span> of {} steps shown</span></p>\n", rep.steps.size(), rep.steps.size());
+  out += "<div class=\"scroll\"><table><thead><tr><th>step</th><th>window ms</th><th>in the trace (ms)</th><th>busy ms</th><th>stall ms</th>"
+         "<th class=\"l\">verdict</th><th>ret%</th><th>dec%</th><th>sub%</th><th>un%</th><th class=\"l\">evidence</th></tr></thead><tbody>\n";
+  for (const StepDiagnosis& st : rep.steps) {
+    const std::string v = esc(verdict_name(st.verdict, standin));
+    fmt::format_to(o, "<tr data-verdict=\"{}\"{}><td>{}</td><td>{:.2f}</td><td>{:.3f}–{:.3f}</td><td>{:.2f}</td><td>{:.2f}</td><td class=\"l\">{}{}</td>", v,
+                   st.warmup ? " class=\"warmup\"" : "", st.step, st.window_ms, st.window_begin_ms, st.window_end_ms, st.busy_ms, st.stall_ms, v,
+                   st.warmup ? " (warm-up)" : "");
+    for (int k = 0; k < kClassCount; ++k)
+      fmt::format_to(o, "<td>{:.0f}</td>", st.stall_ms > 0 ? 100 * st.class_ms[static_cast<std::size_t>(k)] / st.stall_ms : 0.0);
+    fmt::format_to(o, "<td class=\"l\" title=\"{}\">{}</td></tr>\n", esc(st.next_question), esc(st.evidence));
+  }
+  out += "</tbody></table></div></section>\n";
+
+  // Summaries.
+  out += "<section id=\"summaries\"><h2>Summaries</h2>";
+  summary_table(out, "host ranges by role and name", rep.host_summary, 50);
+  summary_table(out, "CUDA API calls", rep.api_summary, 50);
+  summary_table(out, "device work", rep.device_summary, 50);
+  if (!rep.bandwidth.empty()) {
+    out += "<h3>copies</h3><table><thead><tr><th class=\"l\">kind</th><th>copies</th><th>MB</th><th>ms</th><th>GB/s</th></tr></thead><tbody>";
+    for (const BandwidthRow& b : rep.bandwidth)
+      fmt::format_to(o, "<tr><td class=\"l\">{}</td><td>{}</td><td>{:.1f}</td><td>{:.3f}</td><td>{:.1f}</td></tr>", esc(b.kind), b.copies, b.bytes / 1e6,
+                     b.total_ms, b.gbps);
+    out += "</tbody></table>";
+  }
+  fmt::format_to(o, "<p class=\"muted\">device busy (union over streams) {:.3f} ms; plain sum of activity durations {:.3f} ms</p></section>\n",
+                 rep.device_busy_union_ms, rep.device_busy_sum_ms);
+  fmt::format_to(o, "<script>{}</script>\n</body></html>\n", kScript);
+  return out;
+}
+
+}  // namespace stalldx::diagnose
