@@ -8,6 +8,8 @@
 #include <iterator>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "markup.h"
 #include "stalldx/diagnose/diagnosis.h"
 
@@ -28,12 +30,34 @@ th{background:#f6f6f6;position:sticky;top:0}td.l,th.l{text-align:left}tr.warmup 
 svg{max-width:100%;height:auto}
 )CSS";
 
-// Filters the step table by verdict; marks the page ready (tests look for data-ready).
+// The step table is built from the embedded rows (JSON), one page of 200 matching rows at a time: a
+// 10,000-step report keeps a small DOM. textContent only (no markup from data). Marks the page ready
+// (tests look for data-ready and data-rendered; data-ready-ms is the time from navigation to ready).
 constexpr const char* kScript = R"JS(
-(function(){var sel=document.getElementById('verdict-filter'),rows=document.querySelectorAll('#steps tbody tr'),shown=document.getElementById('shown');
-function apply(){var v=sel.value,n=0;for(var i=0;i<rows.length;i++){var ok=v===''||rows[i].getAttribute('data-verdict')===v;rows[i].style.display=ok?'':'none';if(ok)n++;}shown.textContent=n;}
-sel.addEventListener('change',apply);apply();document.body.setAttribute('data-ready','1');})();
+(function(){var rows=JSON.parse(document.getElementById('rows').textContent),sel=document.getElementById('verdict-filter'),
+body=document.querySelector('#steps tbody'),shown=document.getElementById('shown'),more=document.getElementById('more'),page=200,list=[],upto=0;
+function cell(tr,text,left,title){var td=document.createElement('td');td.textContent=text;if(left)td.className='l';if(title)td.title=title;tr.appendChild(td);}
+function render(){var end=Math.min(list.length,upto+page);for(var i=upto;i<end;i++){var r=list[i],tr=document.createElement('tr');if(r.w)tr.className='warmup';
+cell(tr,r.s);cell(tr,r.win.toFixed(2));cell(tr,r.b.toFixed(3)+'–'+r.e.toFixed(3));cell(tr,r.busy.toFixed(2));cell(tr,r.stall.toFixed(2));
+cell(tr,r.v+(r.w?' (warm-up)':''),true);for(var k=0;k<4;k++)cell(tr,r.p[k].toFixed(0));cell(tr,r.ev,true,r.next);body.appendChild(tr);}
+upto=end;body.setAttribute('data-rendered',upto);more.style.display=upto<list.length?'':'none';}
+function apply(){var v=sel.value;list=rows.filter(function(r){return v===''||r.v===v;});shown.textContent=list.length;body.textContent='';upto=0;render();}
+sel.addEventListener('change',apply);more.addEventListener('click',render);apply();
+document.body.setAttribute('data-ready-ms',performance.now().toFixed(0));document.body.setAttribute('data-ready','1');})();
 )JS";
+
+// JSON inside <script type="application/json">: '<' '>' '&' as \u escapes, so no text can close the element.
+std::string script_safe(const std::string& json) {
+  std::string out;
+  out.reserve(json.size());
+  for (char c : json) {
+    if (c == '<') out += "\\u003c";
+    else if (c == '>') out += "\\u003e";
+    else if (c == '&') out += "\\u0026";
+    else out += c;
+  }
+  return out;
+}
 
 std::string esc(std::string_view s) { return xml_escape(s); }
 
@@ -130,17 +154,18 @@ std::string report_html(const Report& rep, const std::string& source) {
   for (const std::string& v : verdicts) fmt::format_to(o, "<option value=\"{0}\">{0}</option>", esc(v));
   fmt::format_to(o, "</select></label> <span class=\"muted\"><span id=\"shown\">{}</span> of {} steps shown</span></p>\n", rep.steps.size(), rep.steps.size());
   out += "<div class=\"scroll\"><table><thead><tr><th>step</th><th>window ms</th><th>in the trace (ms)</th><th>busy ms</th><th>stall ms</th>"
-         "<th class=\"l\">verdict</th><th>ret%</th><th>dec%</th><th>sub%</th><th>un%</th><th class=\"l\">evidence</th></tr></thead><tbody>\n";
+         "<th class=\"l\">verdict</th><th>ret%</th><th>dec%</th><th>sub%</th><th>un%</th><th class=\"l\">evidence</th></tr></thead><tbody></tbody>"
+         "</table></div><p><button id=\"more\" type=\"button\">show 200 more</button></p></section>\n";
+  nlohmann::json rows = nlohmann::json::array();
   for (const StepDiagnosis& st : rep.steps) {
-    const std::string v = esc(verdict_name(st.verdict, standin));
-    fmt::format_to(o, "<tr data-verdict=\"{}\"{}><td>{}</td><td>{:.2f}</td><td>{:.3f}–{:.3f}</td><td>{:.2f}</td><td>{:.2f}</td><td class=\"l\">{}{}</td>", v,
-                   st.warmup ? " class=\"warmup\"" : "", st.step, st.window_ms, st.window_begin_ms, st.window_end_ms, st.busy_ms, st.stall_ms, v,
-                   st.warmup ? " (warm-up)" : "");
-    for (int k = 0; k < kClassCount; ++k)
-      fmt::format_to(o, "<td>{:.0f}</td>", st.stall_ms > 0 ? 100 * st.class_ms[static_cast<std::size_t>(k)] / st.stall_ms : 0.0);
-    fmt::format_to(o, "<td class=\"l\" title=\"{}\">{}</td></tr>\n", esc(st.next_question), esc(st.evidence));
+    nlohmann::json pct = nlohmann::json::array();
+    for (int k = 0; k < kClassCount; ++k) pct.push_back(st.stall_ms > 0 ? 100 * st.class_ms[static_cast<std::size_t>(k)] / st.stall_ms : 0.0);
+    rows.push_back({{"s", st.step}, {"w", st.warmup}, {"win", st.window_ms}, {"b", st.window_begin_ms}, {"e", st.window_end_ms},
+                    {"busy", st.busy_ms}, {"stall", st.stall_ms}, {"v", verdict_name(st.verdict, standin)}, {"p", pct},
+                    {"ev", st.evidence}, {"next", st.next_question}});
   }
-  out += "</tbody></table></div></section>\n";
+  fmt::format_to(o, "<script type=\"application/json\" id=\"rows\">{}</script>\n",
+                 script_safe(rows.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
 
   // Summaries.
   out += "<section id=\"summaries\"><h2>Summaries</h2>";
