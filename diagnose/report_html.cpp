@@ -17,18 +17,7 @@ namespace stalldx::diagnose {
 
 namespace {
 
-constexpr const char* kStyle = R"CSS(
-body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1100px;color:#222;padding:0 16px}
-h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
-.muted{color:#666}.chip{display:inline-block;padding:2px 10px;border-radius:12px;margin:0 6px 6px 0;background:#eef;font-weight:600}
-.chip.retrieval{background:#fbd5d5}.chip.decoding{background:#ffe3c4}.chip.submission{background:#e5dbf3}.chip.device-bound,.chip.consumer-bound{background:#d7f0d7}
-.chip.mixed,.chip.unattributed,.chip.input{background:#e4e4e4}
-ul.advice li{margin:4px 0}.bar{display:flex;height:14px;border-radius:3px;overflow:hidden;max-width:600px;background:#eee}
-table{border-collapse:collapse;width:100%;font-size:12.5px}th,td{border-bottom:1px solid #eee;padding:3px 6px;text-align:right;vertical-align:top}
-th{background:#f6f6f6;position:sticky;top:0}td.l,th.l{text-align:left}tr.warmup td{color:#888}
-.scroll{max-height:560px;overflow:auto;border:1px solid #ddd}pre{background:#f8f8f8;padding:8px;overflow:auto;font-size:12px}
-svg{max-width:100%;height:auto}
-)CSS";
+
 
 // The step table is built from the embedded rows (JSON), one page of 200 matching rows at a time: a
 // 10,000-step report keeps a small DOM. textContent only (no markup from data). Marks the page ready
@@ -81,9 +70,7 @@ std::string report_html(const Report& rep, const std::string& source) {
   out.reserve(4096 + rep.steps.size() * 420);
   auto o = std::back_inserter(out);
   const bool standin = rep.coverage.standin;
-  fmt::format_to(o, "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">"
-                    "<title>stalldx — {}</title><style>{}</style></head><body>\n",
-                 esc(source), kStyle);
+  out += html_page_begin("stalldx — " + source);
   fmt::format_to(o, "<header><h1>stalldx diagnosis</h1><div class=\"muted\">{} · device: {}</div></header>\n", esc(source),
                  esc(standin ? "host stand-in (no device)" : rep.device));
 
@@ -181,7 +168,7 @@ std::string report_html(const Report& rep, const std::string& source) {
   }
   fmt::format_to(o, "<p class=\"muted\">device busy (union over streams) {:.3f} ms; plain sum of activity durations {:.3f} ms</p></section>\n",
                  rep.device_busy_union_ms, rep.device_busy_sum_ms);
-  fmt::format_to(o, "<script>{}</script>\n</body></html>\n", kScript);
+  out += html_page_end(kScript);
   return out;
 }
 

@@ -107,6 +107,7 @@ Status run_eval(const EvalOptions& o, EvalResult& result, const StopFlag* stop, 
   result.confusion_json = diagnose::confusion_json(result.scores);
   if (Status st = write_file_atomic(o.out + "/confusion.txt", result.confusion_text); !st.is_ok()) return st;
   if (Status st = write_file_atomic(o.out + "/confusion.json", result.confusion_json); !st.is_ok()) return st;
+  if (Status st = write_file_atomic(o.out + "/eval.html", diagnose::eval_html(result.scores)); !st.is_ok()) return st;
   return Status::ok();
 }
 

@@ -120,6 +120,7 @@ Status run_sweep(const SweepOptions& o, SweepResult& result, const StopFlag* sto
   result.recommendation = diagnose::recommend(result.points);
   if (Status st = write_file_atomic(o.out + "/sweep.json", diagnose::sweep_json(result.points, result.recommendation)); !st.is_ok()) return st;
   if (Status st = write_file_atomic(o.out + "/sweep.svg", diagnose::sweep_svg(result.points, result.recommendation)); !st.is_ok()) return st;
+  if (Status st = write_file_atomic(o.out + "/sweep.html", diagnose::sweep_html(result.points, result.recommendation)); !st.is_ok()) return st;
   result.files = {csv, o.out + "/sweep.json", o.out + "/sweep.svg"};
   return Status::ok();
 }

@@ -10,7 +10,10 @@
 #include <filesystem>
 #include <fmt/format.h>
 
+#include "stalldx/diagnose/evaluation.h"
+#include "stalldx/diagnose/sweep_analysis.h"
 #include "stalldx/trace_io.h"
+#include "stalldx/output_file.h"
 #include "test_dataset.h"
 #include "test_support.h"
 
@@ -123,6 +126,42 @@ TEST_F(Browser, FourThousandStepsStayUnderFiveMegabytesAndLoadClean) {
   if (at != std::string::npos)
     std::printf("4,000-step report: %zu bytes, ready %s ms after navigation\n", static_cast<std::size_t>(std::filesystem::file_size(dir_ + "/big.html")),
                 l.dom.substr(at + 15, l.dom.find('"', at + 15) - at - 15).c_str());
+}
+
+TEST_F(Browser, SweepAndEvalPagesLoadClean) {
+  std::vector<diagnose::SweepPoint> pts;
+  for (int w : {1, 2, 4})
+    for (int p : {1, 2}) {
+      diagnose::SweepPoint pt;
+      pt.workers = w;
+      pt.prefetch = p;
+      pt.images_per_second = 100.0 * w + p;
+      pt.repeats = {pt.images_per_second};
+      pt.dominant = w < 4 ? "decoding" : "device-bound";
+      pts.push_back(pt);
+    }
+  ASSERT_TRUE(write_file_atomic(dir_ + "/sweep.html", diagnose::sweep_html(pts, diagnose::recommend(pts))).is_ok());
+  const Loaded sweep = load(browser_, dir_ + "/sweep.html", "sweep");
+  EXPECT_EQ(sweep.console, "");
+  EXPECT_NE(sweep.dom.find("data-ready=\"1\""), std::string::npos);
+  EXPECT_NE(sweep.dom.find("<svg"), std::string::npos) << "no heatmap";
+  EXPECT_NE(sweep.dom.find("id=\"points\""), std::string::npos);
+
+  diagnose::ScenarioScore sc;
+  sc.name = "retrieval-latency";
+  sc.expected = "retrieval";
+  sc.steady = 12;
+  sc.correct = 11;
+  sc.accuracy = 11.0 / 12;
+  sc.cells[{"retrieval", "retrieval"}] = 11;
+  sc.cells[{"retrieval", "device-bound"}] = 1;
+  sc.misses = {"step 13: expected retrieval, got device-bound"};
+  ASSERT_TRUE(write_file_atomic(dir_ + "/eval.html", diagnose::eval_html({sc})).is_ok());
+  const Loaded eval = load(browser_, dir_ + "/eval.html", "eval");
+  EXPECT_EQ(eval.console, "");
+  EXPECT_NE(eval.dom.find("data-ready=\"1\""), std::string::npos);
+  EXPECT_NE(eval.dom.find("id=\"confusion\""), std::string::npos);
+  EXPECT_NE(eval.dom.find("92%"), std::string::npos);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "stalldx/diagnose/diagnosis.h"
+#include "stalldx/diagnose/evaluation.h"
 #include "stalldx/diagnose/sweep_analysis.h"
 
 namespace stalldx::diagnose {
@@ -364,6 +365,19 @@ TEST(Outputs, TextFromTracesIsEscapedInSvgAndHtml) {
   const std::vector<SweepPoint> pts{p};
   const std::string heat = sweep_svg(pts, recommend(pts));
   EXPECT_EQ(heat.find("<script>"), std::string::npos);
+  const std::string sweep_page = sweep_html(pts, recommend(pts));
+  EXPECT_EQ(sweep_page.find("<script>alert"), std::string::npos);
+  EXPECT_NE(sweep_page.find("&lt;script&gt;alert(1)"), std::string::npos);
+  ScenarioScore sc;
+  sc.name = "<img src=x onerror=alert(1)>";
+  sc.expected = "retrieval";
+  sc.steady = 2;
+  sc.misses = {"step 3: expected retrieval, got mixed (<script>alert(1)</script>)"};
+  sc.cells[{"retrieval", "<b>x</b>"}] = 1;
+  const std::string eval_page = eval_html({sc});
+  EXPECT_EQ(eval_page.find("<img"), std::string::npos);
+  EXPECT_EQ(eval_page.find("<script>alert"), std::string::npos);
+  EXPECT_EQ(eval_page.find("<b>x"), std::string::npos);
 }
 
 }  // namespace

@@ -33,6 +33,8 @@ ScenarioScore score(const std::string& name, const Report& report, const Expecta
 // Confusion matrix (induced class x verdict over steady-state steps) and per-scenario accuracy.
 std::string confusion_text(const std::vector<ScenarioScore>& scores);
 std::string confusion_json(const std::vector<ScenarioScore>& scores);
+// One self-contained HTML page: per-scenario accuracy, the confusion matrix, the missed steps.
+std::string eval_html(const std::vector<ScenarioScore>& scores);
 
 // A copy of `trace` keeping `steps` steady-state steps from its first steady step (plus the step before
 // as warm-up, so the first kept window is measured as in the full trace), the producer work on their

@@ -38,5 +38,7 @@ std::string sweep_csv_row(const SweepPoint& p);
 std::vector<SweepPoint> parse_sweep_csv(const std::string& text, int& skipped);
 std::string sweep_json(const std::vector<SweepPoint>& points, const Recommendation& r);
 std::string sweep_svg(const std::vector<SweepPoint>& points, const Recommendation& r);
+// One self-contained HTML page: the recommendation, the heatmap, every setting.
+std::string sweep_html(const std::vector<SweepPoint>& points, const Recommendation& r);
 
 }  // namespace stalldx::diagnose
