@@ -3,6 +3,7 @@
 // every text escaped (verdict mixes and misses carry trace text).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iterator>
 #include <set>
 
@@ -12,7 +13,7 @@
 
 namespace stalldx::diagnose {
 
-std::string sweep_html(const std::vector<SweepPoint>& points, const Recommendation& r) {
+std::string sweep_html(const std::vector<SweepPoint>& points, const Recommendation& r, const std::vector<Prediction>& predicted, int profiled_workers) {
   std::string out = html_page_begin("stalldx sweep");
   auto o = std::back_inserter(out);
   fmt::format_to(o, "<header><h1>stalldx sweep</h1><div class=\"muted\">{} settings, workers × prefetch, img/s measured unprofiled "
@@ -33,6 +34,22 @@ std::string sweep_html(const std::vector<SweepPoint>& points, const Recommendati
                    p.step_p95, xml_escape(p.dominant), p.stall_retrieval, p.stall_decoding, p.stall_submission, p.stall_unattributed);
   }
   out += "</tbody></table></div></section>\n";
+  if (!predicted.empty()) {
+    fmt::format_to(o, "<section id=\"whatif\"><h2>What-if: predicted against measured</h2><p class=\"muted\">Predicted from the stage costs of "
+                      "the profiled run at {} workers (diagnose --what-if); measured: the best prefetch at each worker count.</p>"
+                      "<table><thead><tr><th>workers</th><th>predicted img/s</th><th class=\"l\">bound</th><th>measured img/s</th><th>error</th></tr>"
+                      "</thead><tbody>\n",
+                   profiled_workers);
+    for (const Prediction& pr : predicted) {
+      double measured = 0;
+      for (const SweepPoint& p : points)
+        if (p.workers == pr.workers) measured = std::max(measured, p.images_per_second);
+      fmt::format_to(o, "<tr><td>{}</td><td>{:.0f}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td></tr>\n", pr.workers, pr.images_per_second,
+                     xml_escape(pr.bound), measured > 0 ? fmt::format("{:.0f}", measured) : "—",
+                     measured > 0 ? fmt::format("{:+.1f}%", 100 * (pr.images_per_second - measured) / measured) : "—");
+    }
+    out += "</tbody></table></section>\n";
+  }
   return out + html_page_end("document.body.setAttribute('data-ready','1');");
 }
 

@@ -102,6 +102,13 @@ Status run_sweep(const SweepOptions& o, SweepResult& result, const StopFlag* sto
     if (Status st = pipeline::run_pipeline(c, prof, stop_flag); !st.is_ok()) return st;
     if (prof.interrupted) return interrupted();
     const diagnose::Report rep = diagnose::diagnose(prof.trace);
+    if (w >= result.profiled_workers) {  // the most workers: the what-if's best-measured case (H200: 4 % median error)
+      const diagnose::StageCosts costs = diagnose::measure_stage_costs(prof.trace);
+      if (costs.valid) {
+        result.predicted = diagnose::predict_curve(costs, o.workers);
+        result.profiled_workers = w;
+      }
+    }
     pt.dominant = rep.summary.dominant;
     for (auto& [v, n] : rep.summary.verdict_counts) pt.verdicts[v] = n;
     pt.stall_retrieval = rep.summary.stall_ms[0];
@@ -120,7 +127,7 @@ Status run_sweep(const SweepOptions& o, SweepResult& result, const StopFlag* sto
   result.recommendation = diagnose::recommend(result.points);
   if (Status st = write_file_atomic(o.out + "/sweep.json", diagnose::sweep_json(result.points, result.recommendation)); !st.is_ok()) return st;
   if (Status st = write_file_atomic(o.out + "/sweep.svg", diagnose::sweep_svg(result.points, result.recommendation)); !st.is_ok()) return st;
-  if (Status st = write_file_atomic(o.out + "/sweep.html", diagnose::sweep_html(result.points, result.recommendation)); !st.is_ok()) return st;
+  if (Status st = write_file_atomic(o.out + "/sweep.html", diagnose::sweep_html(result.points, result.recommendation, result.predicted, result.profiled_workers)); !st.is_ok()) return st;
   result.files = {csv, o.out + "/sweep.json", o.out + "/sweep.svg"};
   return Status::ok();
 }

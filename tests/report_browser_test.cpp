@@ -140,12 +140,15 @@ TEST_F(Browser, SweepAndEvalPagesLoadClean) {
       pt.dominant = w < 4 ? "decoding" : "device-bound";
       pts.push_back(pt);
     }
-  ASSERT_TRUE(write_file_atomic(dir_ + "/sweep.html", diagnose::sweep_html(pts, diagnose::recommend(pts))).is_ok());
+  const std::vector<diagnose::Prediction> predicted{{1, 98, "CPU"}, {2, 190, "CPU"}, {4, 400, "device"}};
+  ASSERT_TRUE(write_file_atomic(dir_ + "/sweep.html", diagnose::sweep_html(pts, diagnose::recommend(pts), predicted, 4)).is_ok());
   const Loaded sweep = load(browser_, dir_ + "/sweep.html", "sweep");
   EXPECT_EQ(sweep.console, "");
   EXPECT_NE(sweep.dom.find("data-ready=\"1\""), std::string::npos);
   EXPECT_NE(sweep.dom.find("<svg"), std::string::npos) << "no heatmap";
   EXPECT_NE(sweep.dom.find("id=\"points\""), std::string::npos);
+  EXPECT_NE(sweep.dom.find("id=\"whatif\""), std::string::npos) << "the what-if table";
+  EXPECT_NE(sweep.dom.find("-3.9%"), std::string::npos) << "predicted 98 against the best measured 102";
 
   diagnose::ScenarioScore sc;
   sc.name = "retrieval-latency";

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "stalldx/diagnose/whatif.h"
 #include "stalldx/status.h"
 
 namespace stalldx::diagnose {
@@ -38,7 +39,10 @@ std::string sweep_csv_row(const SweepPoint& p);
 std::vector<SweepPoint> parse_sweep_csv(const std::string& text, int& skipped);
 std::string sweep_json(const std::vector<SweepPoint>& points, const Recommendation& r);
 std::string sweep_svg(const std::vector<SweepPoint>& points, const Recommendation& r);
-// One self-contained HTML page: the recommendation, the heatmap, every setting.
-std::string sweep_html(const std::vector<SweepPoint>& points, const Recommendation& r);
+// One self-contained HTML page: the recommendation, the heatmap, every setting, and — when `predicted`
+// is given (the what-if model from one profiled run of `profiled_workers`) — predicted against measured
+// img/s per worker count.
+std::string sweep_html(const std::vector<SweepPoint>& points, const Recommendation& r, const std::vector<Prediction>& predicted = {},
+                       int profiled_workers = 0);
 
 }  // namespace stalldx::diagnose

@@ -36,6 +36,10 @@ struct SweepResult {
   std::size_t resumed = 0, malformed_rows = 0;
   bool interrupted = false;
   std::vector<std::string> files;            // what was written
+  // The what-if model from the profiled run with the most workers run in this invocation (none when
+  // every point was resumed): its predictions for the swept worker counts.
+  std::vector<diagnose::Prediction> predicted;
+  int profiled_workers = 0;
 };
 
 // The signature two sweeps must share to be merged by --resume: every comparable run option + repeat.
