@@ -21,10 +21,13 @@ Action add_eval_command(CLI::App& app) {
   sub->add_option("--keep-steps", o->keep_steps, "also write NAME.trimmed.json with this many steady steps (0 = no)")
       ->check(CLI::Range(0, 1000000));
   sub->add_flag("--record", o->record, "run each scenario under `stalldx record` as `stalldx run --nvtx-only` (seen as any program would be)");
+  sub->add_flag("--against-native", o->against_native,
+                "with --record: also run each scenario natively and report per-step agreement of the two verdicts (agreement.txt)");
   sub->add_option("--min-accuracy", o->min_accuracy, "fail (exit 1) when a scenario scores below this")
       ->capture_default_str()->check(finite_in(0.0, 1.0));
   sub->add_flag("--json", *json, "print the results as JSON");
   return [o, json] {
+    if (o->against_native && !o->record) return fail("eval", Status::invalid("--against-native needs --record"));
     std::error_code ec;
     o->stalldx = std::filesystem::read_symlink("/proc/self/exe", ec).string();
     if (ec) return fail("eval", Status::internal("cannot find this executable (/proc/self/exe)"));
@@ -32,7 +35,7 @@ Action add_eval_command(CLI::App& app) {
     const Status st = tasks::run_eval(*o, r, &stop_flag(), [](const std::string& line) { fmt::print(stderr, "stalldx eval: {}\n", line); });
     if (!st.is_ok()) return fail("eval", st);
     for (const std::string& f : r.failures) fmt::print(stderr, "stalldx eval: {}\n", f);
-    if (!print_checked("eval", *json ? r.confusion_json + "\n" : r.confusion_text)) return 1;
+    if (!print_checked("eval", *json ? r.confusion_json + "\n" : r.confusion_text + r.agreement_text)) return 1;
     if (r.interrupted) return stop_flag().exit_code();
     return r.failures.empty() ? 0 : 1;
   };

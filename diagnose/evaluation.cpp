@@ -58,6 +58,25 @@ ScenarioScore score(const std::string& name, const Report& report, const Expecta
   return s;
 }
 
+Agreement agreement(const std::string& name, const Report& native, const Report& recorded) {
+  Agreement a;
+  a.name = name;
+  std::map<std::int64_t, std::string> by_step;
+  for (const StepDiagnosis& d : native.steps)
+    if (!d.warmup) by_step[d.step] = normalized(d);
+  for (const StepDiagnosis& d : recorded.steps) {
+    if (d.warmup) continue;
+    auto it = by_step.find(d.step);
+    if (it == by_step.end()) continue;
+    a.steps++;
+    const std::string got = normalized(d);
+    if (got == it->second) a.same++;
+    else a.differ.push_back(fmt::format("step {}: native {}, recorded {}", d.step, it->second, got));
+  }
+  a.rate = a.steps ? static_cast<double>(a.same) / a.steps : 0;
+  return a;
+}
+
 std::string confusion_text(const std::vector<ScenarioScore>& scores) {
   std::vector<std::string> rows = {"retrieval", "decoding", "submission", "device-bound"};
   std::set<std::string> cols_set(rows.begin(), rows.end());

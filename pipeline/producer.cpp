@@ -124,6 +124,8 @@ void Producer::start() {
   impl_->dispatcher = std::thread([this] { impl_->dispatch_loop(); });
 }
 
+std::uint64_t Producer::cache_misses() const { return impl_ ? impl_->storage.cache_misses() : 0; }
+
 void Producer::stop() {
   if (!impl_) return;
   impl_->stopping.store(true);

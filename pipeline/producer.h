@@ -24,6 +24,7 @@ class Producer {
   // Stops dispatching, closes the pool, waits for in-flight samples. Idempotent.
   void stop();
   bool failed() const { return failed_.load(); }    // a bad sample under --on-bad-sample fail
+  std::uint64_t cache_misses() const;                // reads that missed the page cache (--cold-cache)
 
   struct Impl;
 

@@ -185,6 +185,7 @@ Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<
 
   r.device = stage->stats();
   r.bad = bad.snapshot();
+  r.cache_misses = producer.cache_misses();
   r.images = static_cast<std::uint64_t>(r.step_ms.size()) * static_cast<std::uint64_t>(c.batch);
   r.seconds = (steady_end - steady_begin) / 1e9;
   r.images_per_second = r.seconds > 0 ? static_cast<double>(r.images) / r.seconds : 0;

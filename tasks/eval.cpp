@@ -70,32 +70,72 @@ Status run_eval(const EvalOptions& o, EvalResult& result, const StopFlag* stop, 
   for (const Scenario& s : scenarios) {
     if (!o.only.empty() && s.name != o.only) continue;
     if (stop != nullptr && stop->stopped()) { result.interrupted = true; break; }
-    const std::string trace = fmt::format("{}/{}.json", o.out, s.name), log_path = fmt::format("{}/{}.log", o.out, s.name);
-    std::vector<std::string> argv{o.stalldx, "run", "--config", s.config, "--trace", trace};
+    const std::string trace = fmt::format("{}/{}.json", o.out, s.name);
     diagnose::Thresholds th;
-    if (o.record) {
-      th.warmup_steps = scenario_warmup(s.config);
-      argv = {o.stalldx, "record", "--trace", trace, "--warmup", std::to_string(th.warmup_steps), "--", o.stalldx, "run", "--config", s.config, "--nvtx-only"};
-    }
-    if (!o.data.empty()) { argv.push_back("--data"); argv.push_back(o.data); }
+    if (o.record) th.warmup_steps = scenario_warmup(s.config);
+    // One child run, its trace read back. `fatal`: the child could not be started (eval stops);
+    // `failure`: the scenario's run or trace failed (counted, eval goes on).
+    struct Outcome {
+      Status fatal, failure;
+      bool stopped = false;
+    };
+    auto run_one = [&](bool recorded, const std::string& trace_path, Trace& t) {
+      Outcome out;
+      const std::string log_path = trace_path.substr(0, trace_path.size() - 5) + ".log";
+      std::vector<std::string> argv{o.stalldx, "run", "--config", s.config, "--trace", trace_path};
+      if (recorded)
+        argv = {o.stalldx, "record", "--trace", trace_path, "--warmup", std::to_string(th.warmup_steps), "--", o.stalldx, "run", "--config", s.config, "--nvtx-only"};
+      if (!o.data.empty()) { argv.push_back("--data"); argv.push_back(o.data); }
+      ChildResult child;
+      if (out.fatal = run_child(argv, log_path, child, stop); !out.fatal.is_ok()) return out;
+      out.stopped = child.stopped;
+      if (out.stopped) return out;
+      out.failure = child.exited && child.code == 0
+                        ? read_trace_file(trace_path, t)
+                        : Status::internal(child.exited ? fmt::format("run failed (exit {}), see {}", child.code, log_path)
+                                                        : fmt::format("run killed by signal {}, see {}", child.signal, log_path));
+      return out;
+    };
     say(fmt::format("{} ...", s.name));
-    ChildResult child;
-    if (Status st = run_child(argv, log_path, child, stop); !st.is_ok()) return st;
-    if (child.stopped) { result.interrupted = true; break; }
-    Trace t;
-    Status st = child.exited && child.code == 0
-                    ? read_trace_file(trace, t)
-                    : Status::internal(child.exited ? fmt::format("run failed (exit {}), see {}", child.code, log_path)
-                                                    : fmt::format("run killed by signal {}, see {}", child.signal, log_path));
-    if (!st.is_ok()) {
-      result.failures.push_back(fmt::format("scenario {}: {}", s.name, st.message()));
+    Trace native, t;
+    if (o.record && o.against_native) {
+      const Outcome n = run_one(false, fmt::format("{}/{}.native.json", o.out, s.name), native);
+      if (!n.fatal.is_ok()) return n.fatal;
+      if (n.stopped) { result.interrupted = true; break; }
+      if (!n.failure.is_ok()) {
+        result.failures.push_back(fmt::format("scenario {} (native run): {}", s.name, n.failure.message()));
+        continue;
+      }
+    }
+    const Outcome r = run_one(o.record, trace, t);
+    if (!r.fatal.is_ok()) return r.fatal;
+    if (r.stopped) { result.interrupted = true; break; }
+    if (!r.failure.is_ok()) {
+      result.failures.push_back(fmt::format("scenario {}: {}", s.name, r.failure.message()));
       continue;
     }
     const diagnose::Report rep = diagnose::diagnose(t, th);
     result.scores.push_back(diagnose::score(s.name, rep, s.expect));
-    if (o.keep_steps > 0)
+    if (o.record && o.against_native) {
+      const diagnose::Report native_rep = diagnose::diagnose(native, diagnose::Thresholds{});
+      result.native_scores.push_back(diagnose::score(s.name, native_rep, s.expect));
+      result.agreements.push_back(diagnose::agreement(s.name, native_rep, rep));
+      const diagnose::Agreement& a = result.agreements.back();
+      result.agreement_text += fmt::format("  {:<28} native {:>3.0f}% | recorded {:>3.0f}% | {:>3} of {:>3} steady steps agree ({:.0f}%){}\n", a.name,
+                                           100 * result.native_scores.back().accuracy, 100 * result.scores.back().accuracy, a.same, a.steps,
+                                           100 * a.rate, a.differ.empty() ? "" : "; " + a.differ.front() + (a.differ.size() > 1 ? ", ..." : ""));
+      if (a.rate < o.min_accuracy)
+        result.failures.push_back(fmt::format("scenario {}: recorded and native verdicts agree on {:.0f}% of steps (< {:.0f}%)", s.name,
+                                              100 * a.rate, 100 * o.min_accuracy));
+    }
+    if (o.keep_steps > 0) {
       if (Status ws = write_trace_file(diagnose::trim_steps(t, o.keep_steps), fmt::format("{}/{}.trimmed.json", o.out, s.name)); !ws.is_ok())
         return ws;
+      if (o.record && o.against_native)
+        if (Status ws = write_trace_file(diagnose::trim_steps(native, o.keep_steps), fmt::format("{}/{}.native.trimmed.json", o.out, s.name));
+            !ws.is_ok())
+          return ws;
+    }
     const diagnose::ScenarioScore& sc = result.scores.back();
     if (sc.accuracy < o.min_accuracy) {
       std::string f = fmt::format("scenario {} scored {:.0f}% (< {:.0f}%):", s.name, 100 * sc.accuracy, 100 * o.min_accuracy);
@@ -107,6 +147,10 @@ Status run_eval(const EvalOptions& o, EvalResult& result, const StopFlag* stop, 
   result.confusion_json = diagnose::confusion_json(result.scores);
   if (Status st = write_file_atomic(o.out + "/confusion.txt", result.confusion_text); !st.is_ok()) return st;
   if (Status st = write_file_atomic(o.out + "/confusion.json", result.confusion_json); !st.is_ok()) return st;
+  if (!result.agreement_text.empty())
+    result.agreement_text = "accuracy natively and under record, and per-step agreement of the two verdicts:\n" + result.agreement_text;
+  if (!result.agreement_text.empty())
+    if (Status st = write_file_atomic(o.out + "/agreement.txt", result.agreement_text); !st.is_ok()) return st;
   if (Status st = write_file_atomic(o.out + "/eval.html", diagnose::eval_html(result.scores)); !st.is_ok()) return st;
   return Status::ok();
 }

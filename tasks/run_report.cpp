@@ -45,6 +45,9 @@ std::string run_report_text(const RunResult& r) {
   for (const auto& [k, n] : r.bad.by_kind) fmt::format_to(o, " | {} {}", k, n);
   fmt::format_to(o, "\n");
   for (const std::string& b : r.bad.first) fmt::format_to(o, "          {}\n", b);
+  if (c.cold_cache)
+    fmt::format_to(o, "  cache   {} reads missed the page cache after their pages were dropped (--cold-cache){}\n", r.cache_misses,
+                   r.cache_misses == 0 ? ": this file system keeps no separate page cache (tmpfs?), the knob cost nothing" : "");
   for (const std::string& w : r.index_warnings) fmt::format_to(o, "  index   {}\n", w);
   return out;
 }
@@ -85,6 +88,7 @@ nlohmann::json run_report_json(const RunResult& r) {
   j["step_ms"] = {{"p50", r.step_p50}, {"p95", r.step_p95}, {"max", r.step_max}, {"all", r.step_ms}};
   j["wait_ms"] = {{"mean", r.wait_mean}, {"p50", r.wait_p50}, {"p95", r.wait_p95}, {"max", r.wait_max}, {"all", r.wait_ms}};
   j["warmup_step_ms"] = r.warmup_step_ms;
+  if (c.cold_cache) j["cache_misses"] = r.cache_misses;
   j["bad_samples"] = {{"images_consumed", r.bad_images_consumed}, {"images", r.bad.images()}, {"substituted", r.bad.substituted}, {"unfilled", r.bad.unfilled},
                       {"files", r.bad.files},   {"attempts", r.bad.attempts},       {"by_kind", r.bad.by_kind},
                       {"first", r.bad.first}};

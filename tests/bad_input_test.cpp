@@ -1,6 +1,9 @@
 // Every kind of bad file: skipped (or fatal under --on-bad-sample fail), counted, named; the batch
 // still full; no crash.
 #include <gtest/gtest.h>
+#include <linux/magic.h>
+#include <sys/vfs.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <turbojpeg.h>
 #include <fmt/format.h>
@@ -183,6 +186,33 @@ TEST(BadInput, EmulatedStorageWaitsWakeOnCancel) {
   const std::string file = std::string(STALLDX_TEST_DATA) + "/bad_images/good.jpg";
   const Status st = slow.read(file, bytes);
   EXPECT_EQ(st.code(), Status::Code::unavailable) << st.message();
+}
+
+// With --cold-cache the storage knobs price only the reads that miss the page cache. A pending cancel
+// makes any emulated wait return `unavailable`, so the outcome says whether the read was priced —
+// no timing involved.
+TEST(BadInput, ColdCachePricesOnlyPageCacheMisses) {
+  const std::string good = std::string(STALLDX_TEST_DATA) + "/bad_images/good.jpg";
+  std::atomic<bool> cancel{true};
+  std::vector<std::uint8_t> bytes;
+  struct statfs shm;
+  if (statfs("/dev/shm", &shm) == 0 && shm.f_type == TMPFS_MAGIC) {
+    const fs::path copy = fs::path("/dev/shm") / fmt::format("stalldx-cold-{}.jpg", getpid());
+    fs::copy_file(good, copy, fs::copy_options::overwrite_existing);
+    StorageReader tmpfs(StorageKnobs{1e4, 0, true}, &cancel);
+    const Status st = tmpfs.read(copy.string(), bytes);
+    fs::remove(copy);
+    EXPECT_TRUE(st.is_ok()) << "tmpfs pages cannot be dropped: the read hits and is not priced: " << st.message();
+    EXPECT_EQ(tmpfs.cache_misses(), 0u);
+  }
+  // A disk-backed file: dropped pages make the read a miss where the file system honours the drop.
+  StorageReader disk(StorageKnobs{1e4, 0, true}, &cancel);
+  const Status st = disk.read(good, bytes);
+  EXPECT_EQ(st.code() == Status::Code::unavailable, disk.cache_misses() == 1) << st.message();
+  // Without --cold-cache every read is priced and no miss is counted.
+  StorageReader warm(StorageKnobs{1e4, 0, false}, &cancel);
+  EXPECT_EQ(warm.read(good, bytes).code(), Status::Code::unavailable);
+  EXPECT_EQ(warm.cache_misses(), 0u);
 }
 
 TEST(BadInput, TruncatedFileIsBadWhateverRegionIsDecoded) {

@@ -81,5 +81,22 @@ TEST(Scenarios, RecordedH200TracesGiveTheInducedVerdict) {
   EXPECT_GT(checked, 0);
 }
 
+TEST(Scenarios, AgreementComparesStepsByNumberAndClass) {
+  const std::string dir = std::string(STALLDX_TEST_DATA) + "/h200";
+  Trace retrieval, device;
+  ASSERT_TRUE(read_trace_file(dir + "/retrieval-latency.json", retrieval).is_ok());
+  ASSERT_TRUE(read_trace_file(dir + "/device-bound.json", device).is_ok());
+  const Report r = diagnose(retrieval), d = diagnose(device);
+  const Agreement same = agreement("same", r, r);
+  EXPECT_GT(same.steps, 0);
+  EXPECT_EQ(same.same, same.steps);
+  EXPECT_TRUE(same.differ.empty());
+  const Agreement other = agreement("other", r, d);
+  EXPECT_GT(other.steps, 0) << "the two traces share steady step numbers";
+  EXPECT_LT(other.rate, 0.5);
+  ASSERT_FALSE(other.differ.empty());
+  EXPECT_NE(other.differ.front().find("native retrieval, recorded device-bound"), std::string::npos) << other.differ.front();
+}
+
 }  // namespace
 }  // namespace stalldx::diagnose

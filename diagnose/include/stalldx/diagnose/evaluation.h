@@ -30,6 +30,16 @@ struct ScenarioScore {
 };
 
 ScenarioScore score(const std::string& name, const Report& report, const Expectation& expectation);
+
+// Per-step agreement of two diagnoses of one scenario (e.g. its native trace and the same program seen
+// by `stalldx record`): steady steps present in both, matched by step number, compared by class.
+struct Agreement {
+  std::string name;
+  int steps = 0, same = 0;
+  double rate = 0;
+  std::vector<std::string> differ;  // "step 7: native retrieval, recorded decoding"
+};
+Agreement agreement(const std::string& name, const Report& native, const Report& recorded);
 // Confusion matrix (induced class x verdict over steady-state steps) and per-scenario accuracy.
 std::string confusion_text(const std::vector<ScenarioScore>& scores);
 std::string confusion_json(const std::vector<ScenarioScore>& scores);

@@ -37,6 +37,7 @@ struct RunResult {
   BadSampleReport bad;               // over every sample the producer loaded (prefetched ones too)
   std::uint64_t bad_images_consumed = 0;  // images of the consumed batches not from their own file
   std::uint64_t dataset_size = 0;
+  std::uint64_t cache_misses = 0;    // --cold-cache: reads (warm-up and prefetch included) that missed the page cache
   std::vector<std::string> index_warnings;
   Trace trace;                       // filled when config.profile
   bool has_trace = false;

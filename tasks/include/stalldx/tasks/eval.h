@@ -32,13 +32,19 @@ struct EvalOptions {
   // Each scenario runs under `stalldx record` as `stalldx run --nvtx-only` (its NVTX ranges and the
   // injected CUPTI records, as any program would be seen), diagnosed with the config's warm-up.
   bool record = false;
+  // With `record`: each scenario also runs natively (NAME.native.json) and the recorded diagnosis is
+  // compared with the native one step by step (EvalResult::agreements).
+  bool against_native = false;
 };
 
 struct EvalResult {
-  std::vector<diagnose::ScenarioScore> scores;
+  std::vector<diagnose::ScenarioScore> scores;     // of the run each scenario was scored on (recorded under --record)
+  std::vector<diagnose::Agreement> agreements;     // against_native: recorded vs native, per scenario
+  std::vector<diagnose::ScenarioScore> native_scores;  // against_native: the native runs' scores
   std::vector<std::string> failures;  // "scenario: why" (run failed, scored below min_accuracy)
   bool interrupted = false;
   std::string confusion_text, confusion_json;
+  std::string agreement_text;                      // one line per scenario (against_native), else empty
 };
 
 // Errors: invalid_argument (bad list), io_error (results not written). A scenario that fails or scores
