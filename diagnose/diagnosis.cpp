@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <unordered_map>
 
 #include "input_split.h"
 #include "summaries.h"
@@ -44,6 +45,7 @@ struct StepAccumulator {
   bool any_split = false;
   int copies_in_step = 0;
   int launches_in_step = 0;
+  std::unordered_map<std::int32_t, std::int64_t> runq_used_ns;  // consumer range -> own run-queue delay already attributed
   void add(Cause c, const std::string& what, double ms_idle) {
     cls[static_cast<int>(cause_class(c))] += ms_idle;
     causes[{c, what}] += ms_idle;
@@ -143,10 +145,20 @@ void attribute(const TraceIndex& ix, Interval gap, std::size_t& seg_cursor, Step
       case Role::collate:
         acc.add(Cause::decode_cpu_bound, ix.trace.name(r.name), d);
         break;
-      default:
-        acc.add(Cause::unmapped_range, fmt::format("'{}' ({})", ix.trace.name(r.name), role_name(r.role)), d);
+      default: {
+        // Idle inside a range of no stall role, outside its children: as much of it as the range's own
+        // run-queue delay covers (not yet claimed by an earlier gap) is the consumer waiting for a CPU.
+        double starved = 0;
+        if (const std::int64_t own = ix.consumer_own_runq_ns[static_cast<std::size_t>(owner)]; own > 0) {
+          std::int64_t& used = acc.runq_used_ns[owner];
+          starved = std::min(d, ms(own - used));
+          used += static_cast<std::int64_t>(starved * 1e6);
+          if (starved > 0) acc.add(Cause::consumer_starved, ix.trace.name(r.name), starved);
+        }
+        if (d > starved) acc.add(Cause::unmapped_range, fmt::format("'{}' ({})", ix.trace.name(r.name), role_name(r.role)), d - starved);
         if (r.role != Role::step && !acc.holds_both && submits_copy(ix, r)) acc.holds_both = &r;
         break;
+      }
     }
   }
   if (t < gap.end) acc.add(Cause::outside_ranges, "", ms(gap.end - t));
@@ -224,6 +236,9 @@ void decide(const Thresholds& th, const Coverage& cov, StepAccumulator& acc, Ste
             "the host issued {} kernels, one every {:.1f} µs ({:.1f} µs inside each launch call), while each ran {:.1f} µs on the device: "
             "capture the step in a CUDA Graph, fuse into fewer, larger kernels, or give the launching thread a core of its own",
             sd.launch.launches, sd.launch.host_us_between_launches, sd.launch.host_us_per_launch, sd.launch.device_us_per_kernel);
+      else if (!sd.causes.empty() && sd.causes.front().cause == Cause::consumer_starved)
+        sd.next_question = "the submitting thread waited for a CPU (runnable, not running) inside the step: the host is oversubscribed — "
+                           "give that thread a core of its own";
       else
         sd.next_question = causes.empty() ? "which CUDA call blocks?" : fmt::format("why does '{}' block the consumer?", causes[0].second);
       break;

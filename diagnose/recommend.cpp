@@ -199,6 +199,16 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
                       known("step_kernels") ? fmt::format(" (--step-kernels {} now)", cfg.step_kernels) : "",
                       ours && cores > 0 && cfg.workers + 1 >= cores ? fmt::format(" (workers {} + consumer fill the {} cores)", cfg.workers, cores) : ""));
   }
+  if (share(StallClass::submission) >= 0.3 && cause(sum, Cause::consumer_starved) >= 0.2 * sum.stall_ms[2]) {
+    const double load = std::max(host.load_1m_start, host.load_1m_end);
+    std::string others;
+    if (known("competing_threads") && cfg.competing_threads > 0) others = fmt::format("{} competing threads in this run", cfg.competing_threads);
+    if (cores > 0 && load > cores) others += fmt::format("{}load {:.1f} on {} cores", others.empty() ? "" : "; ", load, cores);
+    say(Advice::consumer_starved,
+        fmt::format("submission: {:.0f} ms with the submitting thread runnable but not running — the host is oversubscribed: give that "
+                    "thread a core of its own, fewer loader threads than cores{}",
+                    cause(sum, Cause::consumer_starved), others.empty() ? "" : " (" + others + ")"));
+  }
   if (share(StallClass::unattributed) >= 0.3) {
     if (cause(sum, Cause::input_unsplit) >= 0.5 * sum.stall_ms[3])
       say(Advice::split_wait, fmt::format("{:.0f} ms waiting for batches whose producers left no records: the wait cannot be split into "

@@ -5,6 +5,31 @@
 
 namespace stalldx::diagnose {
 
+namespace {
+// own[i] = ranges[i]'s run-queue delay minus that of the sampled ranges directly nested in it (one
+// thread's ranges nest; a partial overlap is treated as not nested). -1 where the range was not sampled.
+void own_runq(const std::vector<const HostRange*>& ranges, std::vector<std::int64_t>& own) {
+  own.assign(ranges.size(), -1);
+  std::vector<std::size_t> order(ranges.size());
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    order[i] = i;
+    own[i] = ranges[i]->runq_ns;
+  }
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return ranges[a]->begin_ns != ranges[b]->begin_ns ? ranges[a]->begin_ns < ranges[b]->begin_ns : ranges[a]->end_ns > ranges[b]->end_ns;
+  });
+  std::vector<std::size_t> open;
+  for (std::size_t i : order) {
+    while (!open.empty() && ranges[open.back()]->end_ns <= ranges[i]->begin_ns) open.pop_back();
+    if (!open.empty() && ranges[i]->end_ns <= ranges[open.back()]->end_ns) {
+      std::int64_t& parent = own[open.back()];
+      if (parent >= 0 && ranges[i]->runq_ns > 0) parent = std::max<std::int64_t>(0, parent - ranges[i]->runq_ns);
+    }
+    open.push_back(i);
+  }
+}
+}  // namespace
+
 TraceIndex::TraceIndex(const Trace& t, const Thresholds& th) : trace(t), thresholds(th) {
   // Consumer = the thread that owns most step ranges.
   std::map<std::uint32_t, int> step_threads;
@@ -43,6 +68,8 @@ TraceIndex::TraceIndex(const Trace& t, const Thresholds& th) : trace(t), thresho
         l.last_ns = std::max(l.last_ns, c.end_ns);
       }
     }
+
+  own_runq(consumer_ranges, consumer_own_runq_ns);
 
   std::vector<Interval> owners;
   owners.reserve(consumer_ranges.size() + consumer_calls.size());

@@ -18,6 +18,9 @@ struct TraceIndex {
   std::vector<const HostRange*> steps;                // one per step id, ascending
   std::vector<const HostRange*> consumer_ranges;      // owners [0, n) of the segments
   std::vector<const RuntimeCall*> consumer_calls;     // owners [n, n + m)
+  // Per consumer range: its run-queue delay outside the sampled consumer ranges nested in it, ns (-1 =
+  // not sampled). Idle inside the range but outside its children may be the consumer waiting for a CPU.
+  std::vector<std::int64_t> consumer_own_runq_ns;
   std::vector<Segment> segments;                      // innermost timeline of the consumer
   std::vector<std::int64_t> activity_step;            // resolved step per activity (-1 = unmatched)
   std::vector<Interval> busy;                         // union of device work over all streams

@@ -24,6 +24,7 @@ constexpr std::array<CauseInfo, kCauseCount> kCauses = {{
     {"kernel launch rate", StallClass::submission},
     {"CUDA runtime call", StallClass::submission},
     {"host submission work", StallClass::submission},
+    {"consumer starved of CPU", StallClass::submission},
     {"inside a range with no stall role", StallClass::unattributed},
     {"consumer outside any range", StallClass::unattributed},
 }};

@@ -6,6 +6,7 @@
 
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "sample_loader.h"
@@ -39,6 +40,21 @@ struct Producer::Impl {
   tbb::global_control threads;   // lets the arena have `workers` threads even above the core count
   tbb::task_arena arena;
   std::vector<std::atomic<int>> remaining_by_slot;  // samples left per slot id
+  // Samples in stream order. The arena's queue is only roughly FIFO (several lanes), so samples of the
+  // next batches would start before the current one's last samples and batches would complete in
+  // pairs; instead every arena task takes the next sample from this ring, so samples start in order.
+  // Capacity: one batch per slot — a sample's entry is overwritten only after its slot was freed,
+  // which needs every sample of its batch finished.
+  struct Ticket {
+    BatchSlot* slot;
+    int i;
+    std::uint64_t first;
+    std::atomic<int>* remaining;
+  };
+  std::vector<Ticket> order;
+  std::uint64_t order_written = 0;                // dispatcher only
+  std::atomic<std::uint64_t> order_published{0};  // entries below this are written (release)
+  std::atomic<std::uint64_t> order_taken{0};      // next entry a task takes
   std::atomic<std::int64_t> pending{0};             // enqueued samples not yet finished
   std::mutex idle_mu;
   std::condition_variable idle_cv;
@@ -51,11 +67,20 @@ struct Producer::Impl {
         loader(c, i, storage, b),
         sampler(static_cast<std::uint32_t>(i.samples.size()), c.seed, c.transform == TransformKind::train),
         threads(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(c.workers) + 1),
-        arena(c.workers, 0), remaining_by_slot(static_cast<std::size_t>(p.size())) {}
+        arena(c.workers, 0), remaining_by_slot(static_cast<std::size_t>(p.size())),
+        order(static_cast<std::size_t>(p.size()) * static_cast<std::size_t>(c.batch)) {}
 
-  // One sample on a worker. Samples are enqueued in stream order and the arena takes enqueued tasks
-  // roughly first-in first-out, so workers finish the oldest batch first: batches complete in order,
-  // at a steady pace, instead of in bursts. The last sample of a batch hands the slot to the consumer.
+  // One arena task: the next sample in stream order. There are as many tasks as published entries,
+  // so the entry taken is always published; the acquire load makes its contents visible.
+  void load_next() {
+    const std::uint64_t pos = order_taken.fetch_add(1, std::memory_order_relaxed);
+    while (order_published.load(std::memory_order_acquire) <= pos) std::this_thread::yield();  // never taken in practice
+    const Ticket t = order[pos % order.size()];
+    load_sample(t.slot, t.i, t.first, t.remaining);
+  }
+
+  // One sample on a worker. Samples start in stream order (load_next), so workers finish the oldest
+  // batch first: batches complete in order, at a steady pace, instead of in bursts. The last sample of a batch hands the slot to the consumer.
   void load_sample(BatchSlot* slot, int i, std::uint64_t first_position, std::atomic<int>* remaining) {
     static const NameId kBusy = register_name("busy_workers");
     thread_local bool named = false;  // names this worker's trace lane once
@@ -108,8 +133,10 @@ struct Producer::Impl {
       std::atomic<int>* remaining = &remaining_by_slot[static_cast<std::size_t>(slot->id)];
       remaining->store(config.batch);
       pending.fetch_add(config.batch, std::memory_order_acq_rel);
-      for (int i = 0; i < config.batch; ++i)
-        arena.enqueue([this, slot, i, first, remaining] { load_sample(slot, i, first, remaining); });
+      for (int i = 0; i < config.batch; ++i) order[(order_written + static_cast<std::uint64_t>(i)) % order.size()] = {slot, i, first, remaining};
+      order_written += static_cast<std::uint64_t>(config.batch);
+      order_published.store(order_written, std::memory_order_release);
+      for (int i = 0; i < config.batch; ++i) arena.enqueue([this] { load_next(); });
     }
   }
 };

@@ -1,6 +1,6 @@
 // The producer: a dispatcher thread that takes free slots, assigns them the next batch from the
 // sampler, and has a oneTBB arena of `workers` threads fill them (per-sample SampleLoader tasks).
-// Batches complete in any order; the consumer asks the pool for them in order.
+// Samples start in stream order, so batches complete nearly in order; the consumer asks the pool for them in order.
 #pragma once
 
 #include <atomic>

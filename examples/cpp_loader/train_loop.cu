@@ -40,6 +40,18 @@ struct Options {
 
 struct Range {  // RAII NVTX push/pop
   explicit Range(const char* name) { nvtxRangePushA(name); }
+  // A loader range that names the batch it works on: `stalldx record` reads an integer payload as the
+  // batch (numbered as the steps that consume them), so a wait is split by its own batch's work.
+  Range(const char* name, long long batch) {
+    nvtxEventAttributes_t a{};
+    a.version = NVTX_VERSION;
+    a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+    a.message.ascii = name;
+    a.payloadType = NVTX_PAYLOAD_TYPE_INT64;
+    a.payload.llValue = batch;
+    nvtxRangePushEx(&a);
+  }
   ~Range() { nvtxRangePop(); }
 };
 
@@ -131,13 +143,13 @@ class Loader {
       }
       const std::string& path = files_[(static_cast<std::size_t>(batch_index) * o_.batch + sample) % files_.size()];
       {
-        Range r("read_file");
+        Range r("read_file", batch_index);
         if (o_.read_delay_ms > 0) std::this_thread::sleep_for(std::chrono::microseconds(static_cast<long>(o_.read_delay_ms * 1000)));
         std::ifstream in(path, std::ios::binary);
         file.assign(std::istreambuf_iterator<char>(in), {});
       }
       {
-        Range r("decode");
+        Range r("decode", batch_index);
         int w = 0, h = 0, sub = 0, cs = 0;
         unsigned char* out = f->batch.data + static_cast<std::size_t>(sample) * o_.size * o_.size * 3;
         if (!file.empty() && tjDecompressHeader3(tj, file.data(), file.size(), &w, &h, &sub, &cs) == 0) {

@@ -32,6 +32,18 @@ std::uint32_t message_name(const nvtxEventAttributes_t* a) {
   }
 }
 std::uint32_t category(const nvtxEventAttributes_t* a) { return a ? a->category : 0; }
+// An integer payload >= 0 (stalldx's convention: the batch the range works on), else -1.
+std::int64_t payload(const nvtxEventAttributes_t* a) {
+  if (a == nullptr) return -1;
+  switch (a->payloadType) {
+    case NVTX_PAYLOAD_TYPE_INT64: return a->payload.llValue >= 0 ? a->payload.llValue : -1;
+    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64:
+      return a->payload.ullValue <= static_cast<std::uint64_t>(INT64_MAX) ? static_cast<std::int64_t>(a->payload.ullValue) : -1;
+    case NVTX_PAYLOAD_TYPE_INT32: return a->payload.iValue >= 0 ? a->payload.iValue : -1;
+    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT32: return a->payload.uiValue;
+    default: return -1;
+  }
+}
 std::uint32_t domain_of(nvtxDomainHandle_t d) { return static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(d)); }
 
 int NVTX_API range_push_a(const char* m) {
@@ -43,24 +55,24 @@ int NVTX_API range_push_w(const wchar_t* m) {
   return 0;
 }
 int NVTX_API range_push_ex(const nvtxEventAttributes_t* a) {
-  push(message_name(a), 0, category(a));
+  push(message_name(a), 0, category(a), payload(a));
   return 0;
 }
 int NVTX_API range_pop() { return pop() ? 0 : -1; }
 nvtxRangeId_t NVTX_API range_start_a(const char* m) { return start(name_id(m ? m : ""), 0, 0); }
 nvtxRangeId_t NVTX_API range_start_w(const wchar_t* m) { return start(name_id(narrow(m)), 0, 0); }
-nvtxRangeId_t NVTX_API range_start_ex(const nvtxEventAttributes_t* a) { return start(message_name(a), 0, category(a)); }
+nvtxRangeId_t NVTX_API range_start_ex(const nvtxEventAttributes_t* a) { return start(message_name(a), 0, category(a), payload(a)); }
 void NVTX_API range_end(nvtxRangeId_t id) { end(id); }
 void NVTX_API name_os_thread_a(uint32_t tid, const char* name) { name_thread(tid, name ? name : ""); }
 void NVTX_API name_os_thread_w(uint32_t tid, const wchar_t* name) { name_thread(tid, narrow(name)); }
 
 int NVTX_API domain_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
-  push(message_name(a), domain_of(d), category(a));
+  push(message_name(a), domain_of(d), category(a), payload(a));
   return 0;
 }
 int NVTX_API domain_pop(nvtxDomainHandle_t) { return pop() ? 0 : -1; }
 nvtxRangeId_t NVTX_API domain_start_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
-  return start(message_name(a), domain_of(d), category(a));
+  return start(message_name(a), domain_of(d), category(a), payload(a));
 }
 void NVTX_API domain_end(nvtxDomainHandle_t, nvtxRangeId_t id) { end(id); }
 nvtxStringHandle_t NVTX_API register_string_a(nvtxDomainHandle_t, const char* s) {

@@ -204,7 +204,8 @@ ThreadState* thread_part() noexcept {
   return t;
 }
 
-PartRange* append(ThreadState& t, std::uint32_t name, std::uint32_t domain, std::uint32_t category, PartRangeKind kind) {
+PartRange* append(ThreadState& t, std::uint32_t name, std::uint32_t domain, std::uint32_t category, PartRangeKind kind,
+                  std::int64_t payload) {
   const std::uint64_t n = t.header->count;
   if (n >= kPartRangeCapacity) {
     __atomic_add_fetch(&t.header->dropped, 1, __ATOMIC_RELAXED);
@@ -216,6 +217,7 @@ PartRange* append(ThreadState& t, std::uint32_t name, std::uint32_t domain, std:
   r.domain = domain;
   r.category = category;
   r.kind = kind;
+  r.payload = payload;
   if (kind == PartRangeKind::push_pop) {
     r.runq_ns = thread_runq_ns(t.schedstat_fd);
     r.cpu_ns = thread_cpu_ns();
@@ -270,7 +272,7 @@ void name_thread(std::int64_t tid, std::string_view name) noexcept {
   }
 }
 
-void push(std::uint32_t name, std::uint32_t domain, std::uint32_t category) noexcept {
+void push(std::uint32_t name, std::uint32_t domain, std::uint32_t category, std::int64_t payload) noexcept {
   ThreadState* t = thread_part();
   if (t == nullptr) return;
   if (t->depth >= kMaxDepth) {
@@ -278,7 +280,7 @@ void push(std::uint32_t name, std::uint32_t domain, std::uint32_t category) noex
     __atomic_add_fetch(&t->header->dropped, 1, __ATOMIC_RELAXED);
     return;
   }
-  PartRange* r = append(*t, name, domain, category, PartRangeKind::push_pop);
+  PartRange* r = append(*t, name, domain, category, PartRangeKind::push_pop, payload);
   t->stack[t->depth++] = r ? static_cast<std::uint64_t>(r - t->records) : ~0ull;
 }
 
@@ -304,10 +306,10 @@ bool pop() noexcept {
   return true;
 }
 
-std::uint64_t start(std::uint32_t name, std::uint32_t domain, std::uint32_t category) noexcept {
+std::uint64_t start(std::uint32_t name, std::uint32_t domain, std::uint32_t category, std::int64_t payload) noexcept {
   ThreadState* t = thread_part();
   if (t == nullptr) return 0;
-  return reinterpret_cast<std::uint64_t>(append(*t, name, domain, category, PartRangeKind::start_end));
+  return reinterpret_cast<std::uint64_t>(append(*t, name, domain, category, PartRangeKind::start_end, payload));
 }
 
 void end(std::uint64_t id) noexcept {

@@ -19,10 +19,11 @@ std::uint32_t domain_id(std::string_view text) noexcept;
 void name_thread(std::int64_t tid, std::string_view name) noexcept;
 
 // Push/pop ranges of the calling thread; pop returns false with no open push (counted).
-void push(std::uint32_t name, std::uint32_t domain, std::uint32_t category) noexcept;
+// `payload`: the range's integer NVTX payload (>= 0) or -1.
+void push(std::uint32_t name, std::uint32_t domain, std::uint32_t category, std::int64_t payload = -1) noexcept;
 bool pop() noexcept;
 // Start/end ranges may end on another thread: the id is the record's address (0 = not recorded).
-std::uint64_t start(std::uint32_t name, std::uint32_t domain, std::uint32_t category) noexcept;
+std::uint64_t start(std::uint32_t name, std::uint32_t domain, std::uint32_t category, std::int64_t payload = -1) noexcept;
 void end(std::uint64_t id) noexcept;
 
 // The record directory (empty when disabled).

@@ -32,11 +32,15 @@ std::array<std::atomic<nvtxStringHandle_t>, kMaxNames>& handles() {
   return h;
 }
 
-void push(NameId name, Role role) noexcept {
+void push(NameId name, Role role, std::int64_t batch) noexcept {
   nvtxEventAttributes_t a{};
   a.version = NVTX_VERSION;
   a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
   a.category = static_cast<std::uint32_t>(role) + 1;
+  if (batch >= 0) {  // the batch this range works on, as `stalldx record` reads it
+    a.payloadType = NVTX_PAYLOAD_TYPE_INT64;
+    a.payload.llValue = batch;
+  }
   if (name < kMaxNames) {
     nvtxStringHandle_t s = handles()[name].load(std::memory_order_acquire);
     if (s == nullptr) {  // first use of this name: register (racing registrations are harmless)

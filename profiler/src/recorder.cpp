@@ -98,7 +98,7 @@ void begin_range(OpenRange& r) noexcept {
   if (r.buffer == nullptr) return;
   SessionState& s = g_state;
   if (s.nvtx) {
-    if (auto push = s.range_push.load(std::memory_order_relaxed)) push(r.name, r.role);
+    if (auto push = s.range_push.load(std::memory_order_relaxed)) push(r.name, r.role, r.ids.batch);
   }
   r.begin_ns = now_ns();
   // CPU samples sit inside the wall interval, so cpu/wall <= 1 up to the CPU clock's granularity.

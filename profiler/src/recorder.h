@@ -72,7 +72,7 @@ struct SessionState {
   bool nvtx = false;               // range_push/pop set (the NVTX mirror runs)
   // Set by Session::start before `recording` is released, cleared after it is withdrawn; relaxed loads
   // on the range path.
-  std::atomic<void (*)(NameId, Role) noexcept> range_push{nullptr};
+  std::atomic<void (*)(NameId, Role, std::int64_t) noexcept> range_push{nullptr};
   std::atomic<void (*)() noexcept> range_pop{nullptr};
   std::atomic<void (*)(std::int64_t) noexcept> step_push{nullptr};
   std::atomic<void (*)() noexcept> step_pop{nullptr};

@@ -199,3 +199,43 @@ TEST(Advice, LaunchRateIsItsOwnCause) {
 
 }  // namespace
 }  // namespace stalldx::diagnose
+
+namespace stalldx::diagnose {
+namespace {
+// The batch is ready, but the consumer's step range holds 10 ms of idle outside its children while the
+// range's own run-queue delay is `runq` ms: that idle is the submitting thread waiting for a CPU.
+Trace ready_batch_late_submit(double runq) {
+  Loop l({{"workers", "4"}}, 16);
+  double t = 0;
+  for (int k = 0; k < 12; ++k) {
+    // step [t, t+10.3]: wait 0.1 ms (batch ready, its own run-queue delay 0.05 ms), 10 ms of nothing, the launch.
+    l.range(Role::step, "step", t, t + 10.3, k, k, 0, -1, runq + 0.05);
+    l.range(Role::wait_batch, "wait_batch", t, t + 0.1, k, k, 0, 0.05, 0.05);
+    l.range(Role::decode, "decode", t - 5, t - 1, -1, k, 1, 4, 0);
+    l.call("cudaLaunchKernel", t + 10.1, t + 10.2, k, ActivityKind::kernel, "k", t + 10.2, t + 30.2);
+    t += 30.2;
+  }
+  return l.t;
+}
+TEST(Advice, ConsumerWaitingForACpuIsSubmissionStarved) {
+  const Report starved = diagnose(ready_batch_late_submit(10));
+  EXPECT_EQ(starved.steps[3].verdict, Verdict::submission) << starved.steps[3].evidence;
+  EXPECT_EQ(starved.steps[3].causes.front().cause, Cause::consumer_starved) << starved.steps[3].evidence;
+  EXPECT_TRUE(has(starved, Advice::consumer_starved)) << all(starved);
+  EXPECT_FALSE(has(starved, Advice::more_workers)) << all(starved);
+  // The same idle with no run-queue delay: the consumer ran unrecorded code — unattributed, say so.
+  const Report ran = diagnose(ready_batch_late_submit(0));
+  EXPECT_EQ(ran.steps[3].verdict, Verdict::unattributed) << ran.steps[3].evidence;
+  EXPECT_FALSE(has(ran, Advice::consumer_starved)) << all(ran);
+  // Half the idle queued: half starved, half unmapped.
+  const Report half = diagnose(ready_batch_late_submit(5));
+  double starved_ms = 0, unmapped_ms = 0;
+  for (const CauseShare& c : half.steps[3].causes) {
+    if (c.cause == Cause::consumer_starved) starved_ms += c.ms;
+    if (c.cause == Cause::unmapped_range) unmapped_ms += c.ms;
+  }
+  EXPECT_NEAR(starved_ms, 5, 0.2);
+  EXPECT_NEAR(unmapped_ms, 5, 0.3);
+}
+}  // namespace
+}  // namespace stalldx::diagnose

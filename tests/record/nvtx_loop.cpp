@@ -43,7 +43,7 @@ void sleep_ms(double ms) {
 int main(int argc, char** argv) {
   int steps = 8, workers = 2, exit_code = 0;
   double read_ms = 20, decode_ms = 1, step_ms = 2;
-  bool unbalanced = false, unclosed = false, abort_at_end = false, name_thread = false, use_domain = false, announce = false;
+  bool unbalanced = false, unclosed = false, abort_at_end = false, name_thread = false, use_domain = false, announce = false, payload = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? argv[++i] : "0"; };
@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
     else if (a == "--name-thread") name_thread = true;
     else if (a == "--domain") use_domain = true;
     else if (a == "--announce") announce = true;
+    else if (a == "--payload") payload = true;
   }
   int ready[2];
   if (pipe(ready) != 0) return 3;
@@ -68,10 +69,22 @@ int main(int argc, char** argv) {
     if (pid == 0) {
       close(ready[0]);
       for (int s = 0; s < steps; ++s) {
-        nvtxRangePushA("read_file");
+        // With --payload the worker's ranges carry the batch they work on (stalldx's convention).
+        const auto worker_push = [&](const char* name) {
+          if (!payload) return void(nvtxRangePushA(name));
+          nvtxEventAttributes_t a{};
+          a.version = NVTX_VERSION;
+          a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+          a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+          a.message.ascii = name;
+          a.payloadType = NVTX_PAYLOAD_TYPE_INT64;
+          a.payload.llValue = s;
+          nvtxRangePushEx(&a);
+        };
+        worker_push("read_file");
         sleep_ms(read_ms);
         nvtxRangePop();
-        nvtxRangePushA("decode");
+        worker_push("decode");
         spin_ms(decode_ms);
         nvtxRangePop();
         const char b = 1;

@@ -145,6 +145,30 @@ TEST(Record, MainThreadAndForkedWorkersMergeIntoOneTraceWithRolesAndProcesses) {
   EXPECT_GE(waiting, 7) << r.log;
 }
 
+// An integer NVTX payload on a worker's range names the batch it works on: waits are then split by
+// their own batch's producers, as in a native trace, not by whatever overlaps them.
+TEST(Record, IntegerPayloadsNameTheBatch) {
+  const Recorded r = record("--steps 10 --workers 3 --read-ms 15 --decode-ms 1 --step-ms 1 --payload");
+  ASSERT_EQ(r.rc, 0) << r.log;
+  Trace t;
+  ASSERT_TRUE(read_trace_file(r.trace_path, t).is_ok()) << r.log;
+  std::map<std::int64_t, int> by_batch;
+  for (const HostRange& h : t.ranges)
+    if (h.role == Role::retrieval || h.role == Role::decode) by_batch[h.batch]++;
+  ASSERT_EQ(by_batch.size(), 10u) << "batch -1 would mean a payload was lost";
+  for (const auto& [batch, n] : by_batch) {
+    EXPECT_GE(batch, 0);
+    EXPECT_EQ(n, 6) << "batch " << batch << ": 3 workers x (read + decode)";
+  }
+  diagnose::Thresholds th;
+  th.warmup_steps = 2;
+  const diagnose::Report rep = diagnose::diagnose(t, th);
+  int waiting = 0;
+  for (const diagnose::StepDiagnosis& s : rep.steps)
+    if (!s.warmup && !s.causes.empty() && s.causes.front().cause == diagnose::Cause::storage_wait) ++waiting;
+  EXPECT_GE(waiting, 7) << r.log;
+}
+
 TEST(Record, ExitCodeIsTheCommandsAndACrashStillLeavesItsRecords) {
   EXPECT_EQ(record("--steps 2 --workers 1 --read-ms 1 --exit 3").rc, 3);
   const Recorded crashed = record("--steps 3 --workers 1 --read-ms 1 --abort");

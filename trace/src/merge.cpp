@@ -127,6 +127,7 @@ Status read_ranges(const fs::path& path, const ProcessParts& p, const RoleMap& r
       }
       if (out.end_ns < out.begin_ns) continue;
       out.thread = lane;
+      out.batch = r.payload >= 0 ? r.payload : -1;
       auto nit = p.names.find(r.name);
       const std::string& name = nit == p.names.end() ? std::string() : nit->second;
       auto dit = p.domains.find(r.domain);
@@ -206,7 +207,7 @@ std::uint64_t assign_steps(Trace& t) {
   for (HostRange& r : t.ranges) {
     if (r.thread != consumer || r.role == Role::step) continue;
     r.step = step_at(r.begin_ns);
-    if (r.role == Role::wait_batch) r.batch = r.step;
+    if (r.role == Role::wait_batch && r.batch < 0) r.batch = r.step;  // a payload names the batch; else the step's
   }
   std::unordered_map<std::uint64_t, std::int64_t> call_step;
   for (RuntimeCall& c : t.calls) {

@@ -23,7 +23,8 @@ struct SessionOptions;
 // Called on the recording thread inside each range / step mark while the session records: must not
 // block, lock, allocate or throw. Any may be null.
 struct RangeHooks {
-  void (*range_push)(NameId name, Role role) noexcept = nullptr;  // NVTX mirror of every range
+  // NVTX mirror of every range; `batch` (-1 = none) travels as the range's int64 payload.
+  void (*range_push)(NameId name, Role role, std::int64_t batch) noexcept = nullptr;
   void (*range_pop)() noexcept = nullptr;
   void (*step_push)(std::int64_t step) noexcept = nullptr;        // external correlation around a step's submission
   void (*step_pop)() noexcept = nullptr;

@@ -55,10 +55,11 @@ enum class Cause : std::uint8_t {
   launch_rate,        // submission: the host launched kernels more slowly than the device ran them
   other_cuda_call,    // submission: another CUDA runtime call
   submit_work,        // submission: host work inside a submit range, outside CUDA calls
+  consumer_starved,   // submission: the consumer (the submitting thread) was runnable but not running
   unmapped_range,     // unattributed: inside a range with no stall role
   outside_ranges,     // unattributed: the consumer was outside any range
 };
-inline constexpr int kCauseCount = 15;
+inline constexpr int kCauseCount = 16;
 const char* cause_name(Cause c);
 StallClass cause_class(Cause c);
 
@@ -124,7 +125,7 @@ struct Coverage {
 enum class Advice : std::uint8_t {
   record_longer, collect_device_records, input_keeps_up, storage_latency, bandwidth_cap, more_workers, oversubscribed,
   enable_dct_scaling, enable_roi_decode, uint8_output, pinned_memory, batch_copies, pin_once, drop_step_sync, launch_rate,
-  add_ranges, split_wait, low_confidence,
+  add_ranges, split_wait, low_confidence, consumer_starved,
 };
 struct Advised {
   Advice kind;

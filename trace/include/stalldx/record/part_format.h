@@ -16,7 +16,7 @@
 namespace stalldx::record {
 
 inline constexpr std::uint64_t kPartMagic = 0x31746170786c6c73ull;  // "sllxpat1"
-inline constexpr std::uint32_t kPartVersion = 2;
+inline constexpr std::uint32_t kPartVersion = 3;
 inline constexpr std::uint32_t kPartRangeCapacity = 1u << 20;  // per thread; beyond it ranges are dropped and counted
 inline constexpr const char* kRecordDirEnv = "STALLDX_RECORD_DIR";
 
@@ -46,7 +46,10 @@ struct PartRange {
   // end on another thread; run-queue delay where the kernel offers no schedstat).
   std::int64_t cpu_ns;
   std::int64_t runq_ns;
+  // The range's integer NVTX payload when it has one (int32/int64/uint32/uint64, >= 0), else -1: by
+  // stalldx's convention the batch the range works on, numbered as the steps that consume batches.
+  std::int64_t payload;
 };
-static_assert(sizeof(PartRange) == 48);
+static_assert(sizeof(PartRange) == 56);
 
 }  // namespace stalldx::record
