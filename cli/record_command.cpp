@@ -29,6 +29,12 @@ Action add_record_command(CLI::App& app) {
   sub->add_option("--trace", a->options.trace, "where to write the merged trace")->capture_default_str();
   sub->add_option("--roles", a->roles, "TOML file mapping range names to roles ([[role]] match = \"regex\", role = \"...\")");
   sub->add_option("--step", a->step, "regular expression: ranges whose names match are steps");
+  sub->add_flag("--no-cuda", [a](std::int64_t) { a->options.cuda = false; },
+                "NVTX ranges only: no CUPTI records (host-side view; measures what the CUDA side costs)");
+  sub->add_flag("--no-cuda-driver", [a](std::int64_t) { a->options.cuda_driver = false; },
+                "no CUPTI driver API records (lighter; kernels that libraries launch through the driver then have no call)");
+  sub->add_flag("--no-cuda-sync", [a](std::int64_t) { a->options.cuda_sync = false; },
+                "no CUPTI synchronization records (lighter; the sync calls themselves are still recorded)");
   sub->add_flag("--keep-parts", a->options.keep_parts, "keep the per-process part files (their folder is printed)");
   sub->add_flag("--json", a->json, "print the report as JSON");
   sub->add_option("--svg", a->svg, "write a per-step busy + stall chart as SVG");

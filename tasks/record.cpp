@@ -56,9 +56,13 @@ Status run_record(const RecordOptions& o, RecordResult& r, const StopFlag* stop)
   ChildOptions co;
   co.search_path = true;
   co.own_process_group = true;
-  co.env = {{record::kRecordDirEnv, r.parts_dir},
-            {"NVTX_INJECTION64_PATH", o.inject_library},
-            {"CUDA_INJECTION64_PATH", o.inject_library}};
+  co.env = {{record::kRecordDirEnv, r.parts_dir}, {"NVTX_INJECTION64_PATH", o.inject_library}};
+  if (o.cuda) {
+    co.env.push_back({"CUDA_INJECTION64_PATH", o.inject_library});
+    std::string kinds = o.cuda_driver ? "driver" : "";
+    if (o.cuda_sync) kinds += kinds.empty() ? "sync" : ",sync";
+    co.env.push_back({record::kRecordCudaEnv, kinds.empty() ? "none" : kinds});
+  }
   const Status st = run_child(o.command, co, r.child, stop);
   const std::int64_t ended = monotonic_ns();
   if (!st.is_ok()) {

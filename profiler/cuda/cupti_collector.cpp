@@ -1,15 +1,24 @@
-// CUPTI activity collection, converted to plain trace structs in the buffer-completed callback
-// (kineto's pattern). Timestamps come from stalldx::now_ns via CUPTI's timestamp callback, so host
-// and device records share CLOCK_MONOTONIC. Buffers are recycled; records beyond a bound are dropped
-// and counted with CUPTI's own drops.
+// CUPTI activity collection. The buffer-completed callback only queues the buffer; a converter thread of
+// ours (niced, so it yields to the program's threads) turns records into plain trace structs. CUPTI asks
+// for a fresh buffer on the thread that is launching work, so that request takes a lock no conversion
+// holds: a launching thread never waits for records to be converted. Kernel and API names are converted
+// once each (cached by CUPTI's shared name pointer / callback id), not per record. Timestamps come from
+// stalldx::now_ns via CUPTI's timestamp callback, so host and device records share CLOCK_MONOTONIC.
+// Buffers are recycled; records beyond a bound are dropped and counted with CUPTI's own drops.
 #include <cupti.h>
 #include <cxxabi.h>
 #include <fmt/format.h>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -58,9 +67,12 @@ std::uint64_t host_clock() { return static_cast<std::uint64_t>(now_ns()); }
 // CUPTI's callbacks are process-wide, so the state is one instance; the session owns a handle to it.
 class CuptiCollector {
  public:
-  Status start(bool driver_api) {
-    std::lock_guard<std::mutex> lock(mu_);
-    reset_locked();
+  Status start(bool driver_api, bool sync) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      reset_locked();
+    }
+    start_converter();
     auto check = [](CUptiResult r, const char* what) -> Status {
       if (r == CUPTI_SUCCESS) return Status::ok();
       const char* msg = nullptr;
@@ -71,16 +83,23 @@ class CuptiCollector {
     if (Status st = check(cuptiActivityRegisterCallbacks(&on_request, &on_complete), "buffer callbacks"); !st.is_ok()) return st;
     const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_RUNTIME,
                                         CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,   CUPTI_ACTIVITY_KIND_MEMCPY,
-                                        CUPTI_ACTIVITY_KIND_MEMSET,              CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
-                                        CUPTI_ACTIVITY_KIND_OVERHEAD};
+                                        CUPTI_ACTIVITY_KIND_MEMSET,              CUPTI_ACTIVITY_KIND_OVERHEAD};
     for (CUpti_ActivityKind k : kinds)
       if (Status st = check(cuptiActivityEnable(k), "activity enable"); !st.is_ok()) {
         disable_all();
+        stop_converter();
         return st;
       }
     if (driver_api)
       if (Status st = check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER), "driver API activity enable"); !st.is_ok()) {
         disable_all();
+        stop_converter();
+        return st;
+      }
+    if (sync)
+      if (Status st = check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION), "synchronization activity enable"); !st.is_ok()) {
+        disable_all();
+        stop_converter();
         return st;
       }
     running_ = true;
@@ -90,8 +109,9 @@ class CuptiCollector {
   void stop_and_drain(Trace& t) {
     if (!running_) return;
     running_ = false;
-    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // completes every buffer: all are queued now
     disable_all();
+    stop_converter();  // converts what is queued, then ends
     std::lock_guard<std::mutex> lock(mu_);
     // Lanes: CUPTI's threadId is matched against the host threads' tid, then their pthread id.
     std::unordered_map<std::uint32_t, std::uint32_t> lane_of;
@@ -145,34 +165,110 @@ class CuptiCollector {
     std::uint32_t cupti_tid;
   };
 
+  struct Filled {
+    std::uint8_t* buffer;
+    std::size_t valid;
+  };
+
+  // Called on the thread that needs a buffer (often the one launching work): a short lock, never one a
+  // conversion holds.
   static void CUPTIAPI on_request(uint8_t** buffer, size_t* size, size_t* max_records) {
     CuptiCollector& self = instance();
+    *max_records = 0;
     {
-      std::lock_guard<std::mutex> lock(self.mu_);
+      std::lock_guard<std::mutex> lock(self.free_mu_);
       if (!self.free_buffers_.empty()) {
         *buffer = self.free_buffers_.back();
         self.free_buffers_.pop_back();
         *size = kBufferBytes;
-        *max_records = 0;
         return;
       }
     }
     *buffer = static_cast<uint8_t*>(std::aligned_alloc(kAlign, kBufferBytes));
     *size = *buffer ? kBufferBytes : 0;
-    *max_records = 0;
   }
 
+  // Queues the buffer for the converter; converts it here only when no converter runs (never expected).
   static void CUPTIAPI on_complete(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
     CuptiCollector& self = instance();
-    std::lock_guard<std::mutex> lock(self.mu_);
-    CUpti_Activity* rec = nullptr;
-    while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) self.convert_locked(rec);
     size_t dropped = 0;
-    if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS) self.dropped_ += dropped;
-    self.free_buffers_.push_back(buffer);  // recycled: memory stays bounded by the in-flight buffers
+    if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped > 0) {
+      std::lock_guard<std::mutex> lock(self.mu_);
+      self.dropped_ += dropped;
+    }
+    {
+      std::lock_guard<std::mutex> lock(self.queue_mu_);
+      if (self.converter_running_) {
+        self.filled_.push_back({buffer, valid});
+        self.queue_cv_.notify_one();
+        return;
+      }
+    }
+    self.convert_buffer(buffer, valid);
+  }
+
+  void convert_buffer(std::uint8_t* buffer, std::size_t valid) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      CUpti_Activity* rec = nullptr;
+      while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) convert_locked(rec);
+    }
+    std::lock_guard<std::mutex> lock(free_mu_);
+    free_buffers_.push_back(buffer);  // recycled: memory stays bounded by the in-flight buffers
+  }
+
+  void start_converter() {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    if (converter_running_) return;
+    converter_running_ = true;
+    converter_ = std::thread([this] {
+      setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 10);  // Linux: per thread; best effort
+      for (;;) {
+        Filled f{};
+        {
+          std::unique_lock<std::mutex> lock(queue_mu_);
+          queue_cv_.wait(lock, [this] { return !filled_.empty() || !converter_running_; });
+          if (filled_.empty()) return;  // told to stop and nothing is left
+          f = filled_.front();
+          filled_.pop_front();
+        }
+        convert_buffer(f.buffer, f.valid);
+      }
+    });
+  }
+
+  // Ends the converter after it has converted every queued buffer.
+  void stop_converter() {
+    {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      if (!converter_running_) return;
+      converter_running_ = false;
+      queue_cv_.notify_one();
+    }
+    if (converter_.joinable()) converter_.join();
   }
 
   std::uint32_t name_index(const std::string& n) { return names_.intern(n); }
+
+  // CUPTI shares one name string among the records of a kernel; the pointer keys the cache and the
+  // kept mangled text guards against a pointer reused after a module unload.
+  std::uint32_t kernel_name_index(const char* mangled) {
+    if (mangled == nullptr) return name_index("?");
+    auto it = kernel_names_.find(mangled);
+    if (it != kernel_names_.end() && it->second.first == mangled) return it->second.second;
+    const std::uint32_t id = name_index(demangle(mangled));
+    kernel_names_[mangled] = {std::string(mangled), id};
+    return id;
+  }
+
+  std::uint32_t api_name_index(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+    const std::uint64_t key = (static_cast<std::uint64_t>(domain) << 32) | cbid;
+    auto it = api_names_.find(key);
+    if (it != api_names_.end()) return it->second;
+    const std::uint32_t id = name_index(api_name(domain, cbid));
+    api_names_.emplace(key, id);
+    return id;
+  }
 
   bool room() {
     if (calls_.size() + activities_.size() < kMaxRecords) return true;
@@ -196,7 +292,7 @@ class CuptiCollector {
         c.begin_ns = static_cast<std::int64_t>(r->start);
         c.end_ns = static_cast<std::int64_t>(r->end);
         c.correlation = r->correlationId;
-        c.name = name_index(api_name(rec->kind == CUPTI_ACTIVITY_KIND_DRIVER ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API, r->cbid));
+        c.name = api_name_index(rec->kind == CUPTI_ACTIVITY_KIND_DRIVER ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API, r->cbid);
         calls_.push_back({c, r->threadId});
         break;
       }
@@ -204,7 +300,7 @@ class CuptiCollector {
       case CUPTI_ACTIVITY_KIND_KERNEL: {
         auto* r = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
         if (!room()) break;
-        push_activity(ActivityKind::kernel, demangle(r->name), r->start, r->end, r->deviceId, r->streamId, 0, MemKind::none,
+        push_activity(ActivityKind::kernel, kernel_name_index(r->name), r->start, r->end, r->deviceId, r->streamId, 0, MemKind::none,
                       r->correlationId);
         break;
       }
@@ -218,14 +314,14 @@ class CuptiCollector {
         else if (r->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOD) k = ActivityKind::memcpy_d2d;
         const char* label = k == ActivityKind::memcpy_h2d ? "Memcpy HtoD" : k == ActivityKind::memcpy_d2h ? "Memcpy DtoH"
                           : k == ActivityKind::memcpy_d2d ? "Memcpy DtoD" : "Memcpy";
-        push_activity(k, host == MemKind::none ? std::string(label) : fmt::format("{} ({})", label, mem_kind_name(host)), r->start,
+        push_activity(k, name_index(host == MemKind::none ? std::string(label) : fmt::format("{} ({})", label, mem_kind_name(host))), r->start,
                       r->end, r->deviceId, r->streamId, r->bytes, host, r->correlationId);
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMSET: {
         auto* r = reinterpret_cast<const CUpti_ActivityMemset4*>(rec);
         if (!room()) break;
-        push_activity(ActivityKind::memset, "Memset", r->start, r->end, r->deviceId, r->streamId, r->bytes, MemKind::none, r->correlationId);
+        push_activity(ActivityKind::memset, name_index("Memset"), r->start, r->end, r->deviceId, r->streamId, r->bytes, MemKind::none, r->correlationId);
         break;
       }
       case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
@@ -236,13 +332,13 @@ class CuptiCollector {
                          : r->type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE ? "cudaStreamSynchronize"
                          : r->type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE ? "cudaDeviceSynchronize" : "sync";
         const std::uint32_t stream = r->streamId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? 0 : r->streamId;
-        push_activity(ActivityKind::sync, what, r->start, r->end, 0, stream, 0, MemKind::none, r->correlationId);
+        push_activity(ActivityKind::sync, name_index(what), r->start, r->end, 0, stream, 0, MemKind::none, r->correlationId);
         break;
       }
       case CUPTI_ACTIVITY_KIND_OVERHEAD: {
         auto* r = reinterpret_cast<const CUpti_ActivityOverhead3*>(rec);
         if (!room()) break;
-        push_activity(ActivityKind::overhead, fmt::format("cupti overhead {}", static_cast<int>(r->overheadKind)), r->start, r->end, 0, 0,
+        push_activity(ActivityKind::overhead, name_index(fmt::format("cupti overhead {}", static_cast<int>(r->overheadKind))), r->start, r->end, 0, 0,
                       0, MemKind::none, 0);
         break;
       }
@@ -250,7 +346,7 @@ class CuptiCollector {
     }
   }
 
-  void push_activity(ActivityKind kind, const std::string& name, std::uint64_t b, std::uint64_t e, std::uint32_t device,
+  void push_activity(ActivityKind kind, std::uint32_t name, std::uint64_t b, std::uint64_t e, std::uint32_t device,
                      std::uint32_t stream, std::uint64_t bytes, MemKind host, std::uint32_t corr) {
     DeviceActivity a;
     a.begin_ns = static_cast<std::int64_t>(b);
@@ -258,7 +354,7 @@ class CuptiCollector {
     a.device = static_cast<std::int32_t>(device);
     a.stream = stream;
     a.kind = kind;
-    a.name = name_index(name);
+    a.name = name;
     a.bytes = bytes;
     a.host_mem = host;
     a.correlation = corr;
@@ -277,12 +373,22 @@ class CuptiCollector {
     activities_.clear();
     step_of_.clear();
     names_ = NameTable{};
+    kernel_names_.clear();
+    api_names_.clear();
     dropped_ = 0;
   }
 
-  std::mutex mu_;
+  std::mutex mu_;  // the converted records and names below
   bool running_ = false;
+  std::mutex free_mu_;  // free_buffers_ only: on_request's lock
   std::vector<uint8_t*> free_buffers_;
+  std::mutex queue_mu_;  // filled_ and converter_running_
+  std::condition_variable queue_cv_;
+  std::deque<Filled> filled_;
+  bool converter_running_ = false;
+  std::thread converter_;
+  std::unordered_map<const char*, std::pair<std::string, std::uint32_t>> kernel_names_;  // CUPTI name pointer -> (text, name id)
+  std::unordered_map<std::uint64_t, std::uint32_t> api_names_;                            // domain << 32 | cbid -> name id
   std::vector<PendingCall> calls_;
   std::vector<DeviceActivity> activities_;
   std::unordered_map<std::uint32_t, std::int64_t> step_of_;  // CUPTI correlation -> step (external id)
@@ -296,7 +402,7 @@ class CuptiHandle final : public Collector {
   std::string_view name() const override { return "cupti"; }
   Status start(const SessionOptions& options, RangeHooks& hooks, TraceMeta& meta) override {
     if (!options.cupti) return Status::ok();
-    if (Status st = CuptiCollector::instance().start(options.cupti_driver); !st.is_ok()) return st;
+    if (Status st = CuptiCollector::instance().start(options.cupti_driver, options.cupti_sync); !st.is_ok()) return st;
     started_ = true;
     meta.cupti = true;
     hooks.step_push = &CuptiCollector::push_step;

@@ -16,13 +16,15 @@
 namespace {
 
 stalldx::Session* g_session = nullptr;  // leaked on purpose: used from the atexit handler
+pid_t g_session_pid = 0;                // the process that started it: a forked child inherits the
+                                        // handler but neither CUDA nor the collector's converter thread
 
 std::string part_path(const char* suffix) {
   return std::string(stalldx::inject::record_dir()) + "/" + std::to_string(getpid()) + suffix;
 }
 
 void write_cuda_part() {
-  if (g_session == nullptr) return;
+  if (g_session == nullptr || getpid() != g_session_pid) return;
   g_session->stop();
   stalldx::Trace& t = g_session->mutable_trace();
   t.meta.device = "CUDA (the recorded program's)";
@@ -42,9 +44,15 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
   o.cpu_time = false;
   o.nvtx = false;
   o.cupti = true;
-  o.cupti_driver = true;  // a program's libraries (cuBLAS, cuDNN) launch through the driver API
+  // Optional records, as `stalldx record --cuda-records` chose (unset: all). The driver API matters:
+  // a program's libraries (cuBLAS, cuDNN) launch through it.
+  const char* kinds = std::getenv(stalldx::record::kRecordCudaEnv);
+  const std::string k = kinds == nullptr ? "driver,sync" : kinds;
+  o.cupti_driver = k.find("driver") != std::string::npos;
+  o.cupti_sync = k.find("sync") != std::string::npos;
   if (!session->start(o).is_ok()) return 1;
   g_session = session;
+  g_session_pid = getpid();
   std::atexit(&write_cuda_part);
   return 1;
 }

@@ -194,6 +194,25 @@ TEST(Record, UnbalancedPopsAndUnclosedRangesAreCountedNotFatal) {
   EXPECT_EQ(steps, 2) << "domain ranges with registered strings keep their names";
 }
 
+// What the recorded program is told: the NVTX injection always; the CUDA injection and which optional
+// CUPTI records it enables, as the options chose.
+TEST(Record, CudaOptionsReachTheProgramsEnvironment) {
+  const std::string dir = stalldx::testing::temp_dir("record-env");
+  const auto env_seen = [&](const std::string& opts) {
+    const std::string out = dir + "/env.txt";
+    const std::string cmd = fmt::format(
+        "{} record --trace {}/t.json {} -- sh -c 'echo \"nvtx=${{NVTX_INJECTION64_PATH:+set}} cuda=${{CUDA_INJECTION64_PATH:+set}} "
+        "kinds=${{STALLDX_RECORD_CUDA:-unset}}\" > {}' > {}/log.txt 2>&1",
+        STALLDX_BINARY, dir, opts, out, dir);
+    EXPECT_EQ(WEXITSTATUS(std::system(cmd.c_str())), 0) << stalldx::testing::read_file(dir + "/log.txt");
+    return stalldx::testing::read_file(out);
+  };
+  EXPECT_EQ(env_seen(""), "nvtx=set cuda=set kinds=driver,sync\n");
+  EXPECT_EQ(env_seen("--no-cuda-driver"), "nvtx=set cuda=set kinds=sync\n");
+  EXPECT_EQ(env_seen("--no-cuda-driver --no-cuda-sync"), "nvtx=set cuda=set kinds=none\n");
+  EXPECT_EQ(env_seen("--no-cuda"), "nvtx=set cuda= kinds=unset\n");
+}
+
 TEST(Record, SixtyFourProcesses) {
   const Recorded r = record("--steps 2 --workers 63 --read-ms 1 --decode-ms 0.1");
   ASSERT_EQ(r.rc, 0) << r.log;

@@ -24,6 +24,9 @@ struct RecordOptions {
   record::RoleMap roles = record::RoleMap::defaults();
   std::optional<std::regex> step;         // names matching it are steps
   bool keep_parts = false;                // leave the parts directory (its path is in the result)
+  bool cuda = true;                       // false: NVTX ranges only, no CUPTI (CUDA_INJECTION64_PATH unset)
+  bool cuda_driver = true;                // CUPTI driver API records (libraries that launch through the driver)
+  bool cuda_sync = true;                  // CUPTI synchronization records
 };
 
 struct RecordResult {

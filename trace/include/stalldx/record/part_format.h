@@ -19,6 +19,9 @@ inline constexpr std::uint64_t kPartMagic = 0x31746170786c6c73ull;  // "sllxpat1
 inline constexpr std::uint32_t kPartVersion = 3;
 inline constexpr std::uint32_t kPartRangeCapacity = 1u << 20;  // per thread; beyond it ranges are dropped and counted
 inline constexpr const char* kRecordDirEnv = "STALLDX_RECORD_DIR";
+// Which optional CUPTI records the injection enables: a comma list of "driver" (driver API calls) and
+// "sync" (synchronization activity); unset means both. Set by `stalldx record --cuda-records`.
+inline constexpr const char* kRecordCudaEnv = "STALLDX_RECORD_CUDA";
 
 struct PartHeader {
   std::uint64_t magic;

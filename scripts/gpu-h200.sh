@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The H200 checks, one mode per device call (device time is scarce; at most 8 files come back from $OUT).
+# Expects the bundle in .gpu/ (../shared/tools/bundle.sh build/default .gpu, see the README) and runs
+# from the repository root:
+#   gpu-h200.sh check     GPU tests, the seed workload unprofiled/profiled and its submission knobs
+#   gpu-h200.sh matrix    the scenario matrix natively and under `stalldx record`, per-step agreement
+#   gpu-h200.sh sweep     the seed workload's worker x prefetch sweep, pipeline_bench
+#   gpu-h200.sh examples  example 2 (PyTorch ResNet-50) under record for each induced case
+#   gpu-h200.sh kineto    torch.profiler traces of induced cases (for tests/data/kineto)
+#   gpu-h200.sh overhead  record's cost on example 2: native / record / lighter record options, alternating
+set -uo pipefail
+OUT=${OUT:-./gpu-out}; mkdir -p "$OUT"
+source .gpu/env.sh
+export XDG_CACHE_HOME=/tmp/stalldx-cache
+data=$XDG_CACHE_HOME/stalldx/default-food101like-v1
+stalldx run --device none --steps 1 --warmup 0 --no-profile > /dev/null 2>&1  # makes the default dataset
+summary() { grep -E "processes seen|records lost|exited|killed|steady state:|→|img/s|next:" | cut -c1-400; }
+py="env -u LD_LIBRARY_PATH python3 examples/torch/train_resnet50.py --data $data"
+seed="--device cuda --batch 128 --workers 16 --prefetch 2 --device-ms 30 --warmup 3"
+{ date -u +%FT%TZ; nvidia-smi -L; nproc; } > "$OUT/machine.txt" 2>&1
+case "${1:-check}" in
+check)
+  gpu_test > "$OUT/gpu_test.txt" 2>&1; echo "gpu_test rc=$?" >> "$OUT/gpu_test.txt"
+  {
+    echo "== seed workload, 30 steps, unprofiled"; stalldx run $seed --steps 30 --no-profile
+    echo "== seed workload, profiled"; stalldx run $seed --steps 12 | head -60
+    echo "== pageable"; stalldx run $seed --steps 12 --memory pageable --no-profile
+    echo "== per-sample copies"; stalldx run $seed --steps 12 --copy sample --no-profile
+    echo "== pin per batch"; stalldx run $seed --steps 12 --pin-per-batch --no-profile
+    echo "== sync every step"; stalldx run $seed --steps 12 --sync-every-step --no-profile
+  } > "$OUT/runs.txt" 2>&1
+  ;;
+matrix)
+  grep -v -E "^seed-long\b" ${SCENARIOS:-configs/scenarios-h200.tsv} > /tmp/matrix.tsv
+  stalldx eval /tmp/matrix.tsv --record --against-native --keep-steps 16 --out /tmp/ev --min-accuracy 0 > "$OUT/eval.txt" 2>&1
+  for f in /tmp/ev/*.json; do case $f in *.trimmed.json) ;; *) stalldx diagnose "$f" > "${f%.json}.report.txt" 2>&1 ;; esac; done
+  tar czf "$OUT/eval-traces.tgz" -C /tmp/ev $(cd /tmp/ev && ls *.trimmed.json *.log *.report.txt agreement.txt 2>/dev/null)
+  ;;
+sweep)
+  stalldx sweep --batch 128 --output float32 --device-ms 30 --warmup 3 --steps 10 --workers 1,2,4,6,8,12,16 --prefetch 1,2,3,4 \
+    --repeat 3 --out /tmp/sweep > "$OUT/sweep.txt" 2>&1
+  cp /tmp/sweep/sweep.json /tmp/sweep/sweep.html "$OUT/" 2>/dev/null
+  pipeline_bench --max-workers 16 --steps 30 > "$OUT/pipeline_bench.txt" 2>&1
+  ;;
+examples)
+  for c in "decoding|--workers 1" "submission|--per-sample-copies" "device-bound-448|--workers 12 --image-size 448 --steps 16" \
+           "retrieval-w0|--workers 0 --read-delay-ms 20 --steps 12" "retrieval-w8|--workers 8 --read-delay-ms 40 --steps 40"; do
+    name=${c%%|*}; args=${c#*|}
+    echo "-- $name: $args"
+    stalldx record --warmup 3 --trace /tmp/ex2-$name.json -- $py $args 2>&1 | summary
+    stalldx diagnose /tmp/ex2-$name.json --no-summaries 2>&1 | grep -E "^ +[0-9]+ " | cut -c1-200
+  done > "$OUT/examples.txt" 2>&1
+  ;;
+kineto)
+  for c in "device-bound-448|--workers 12 --image-size 448" "w0-annotated-reads|--workers 0 --read-delay-ms 10" "w0-decoding|--workers 0" \
+           "slow-reads-w8|--workers 8 --read-delay-ms 40 --steps 24"; do
+    name=${c%%|*}; args=${c#*|}
+    echo "-- $name: $args"; $py $args --kineto /tmp/kineto-$name.pt.trace.json 2>&1 | tail -1
+    stalldx diagnose /tmp/kineto-$name.pt.trace.json 2>&1 | grep -E "steady state|→|input|note|^ +[0-9]+ " | cut -c1-220 | head -30
+    gzip -f /tmp/kineto-$name.pt.trace.json; cp /tmp/kineto-$name.pt.trace.json.gz "$OUT/"
+  done > "$OUT/kineto.txt" 2>&1
+  ;;
+overhead)
+  rate() { "$@" 2>&1 | grep -oE "[0-9]+ img/s" | head -1 | grep -oE "[0-9]+"; }
+  ex="$py --workers 12 --steps 30"
+  for i in 1 2 3 4 5; do
+    echo "round $i native $(rate $ex) record $(rate stalldx record --trace /tmp/ov.json -- $ex)" \
+         "no-driver-no-sync $(rate stalldx record --no-cuda-driver --no-cuda-sync --trace /tmp/ov.json -- $ex)" \
+         "no-cuda $(rate stalldx record --no-cuda --trace /tmp/ov.json -- $ex)"
+  done > "$OUT/overhead.txt" 2>&1
+  ;;
+esac
+date -u +%FT%TZ >> "$OUT/machine.txt"
