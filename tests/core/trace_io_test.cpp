@@ -79,6 +79,36 @@ TEST(TraceIo, JsonHasLanesFlowsAndCounters) {
   EXPECT_EQ(j.at("metadata").at("collectors").at("cupti"), true);
 }
 
+// The writer's one-event-per-line layout is read in chunks; any other layout of the same JSON (pretty
+// printed, reordered keys, one line) is read whole and gives the same trace. A broken event inside the
+// layout still names the byte where the JSON breaks.
+TEST(TraceIo, AnyLayoutOfTheSameJsonReadsTheSame) {
+  const Trace t = sample_trace();
+  std::ostringstream out;
+  ASSERT_TRUE(write_trace_json(t, out).is_ok());
+  const std::string text = out.str();
+  for (const int indent : {-1, 2}) {
+    const std::string other = nlohmann::json::parse(text).dump(indent);
+    Trace back;
+    const Status st = read_trace_json(other, back);
+    ASSERT_TRUE(st.is_ok()) << st.message();
+    EXPECT_TRUE(back == t) << "indent " << indent;
+  }
+  std::string broken = text;
+  const std::size_t p = broken.find("\"kind\":\"range\"");
+  ASSERT_NE(p, std::string::npos);
+  broken.insert(p, "\"oops\" ");
+  Trace back;
+  const Status st = read_trace_json(broken, back);
+  EXPECT_FALSE(st.is_ok());
+  const std::size_t at = st.message().find("at byte ");
+  ASSERT_NE(at, std::string::npos) << st.message();
+  const std::size_t byte = std::stoul(st.message().substr(at + 8));
+  EXPECT_GE(byte, p) << st.message();  // where the stray string is, give or take the token read after it
+  EXPECT_LE(byte, p + 20) << st.message();
+  EXPECT_TRUE(back.ranges.empty());
+}
+
 TEST(TraceIo, TruncatedFileNamesItsPosition) {
   std::ostringstream out;
   ASSERT_TRUE(write_trace_json(sample_trace(), out).is_ok());
