@@ -1,6 +1,9 @@
-// Pipeline throughput, one run, same files: one-thread decode + transform rate, pipeline img/s at 1, 2,
-// 4, ... workers (unprofiled, host stand-in with 0 ms steps so the input side is the limit), scaling
-// efficiency = img/s / (workers x one-thread rate), and profiled / unprofiled img/s at the top setting.
+// Pipeline throughput, one run, same files: the decode-only ceiling (full-size decode of the files held in
+// memory, 1 and N threads), the one-thread cost of each stage per image (read, header, region decode,
+// the fused crop/resize + flip + normalize + write into the slot, and that pass for uint8 output), the
+// one-thread rate of the whole per-sample path, pipeline img/s at 1, 2, 4, ... workers (unprofiled, host
+// stand-in with 0 ms steps so the input side is the limit) with both ratios — ÷ (workers x one-thread
+// rate) and ÷ the decode-only ceiling at that many threads — and profiled / unprofiled img/s at the top.
 //   pipeline_bench [--data DIR] [--max-workers N] [--steps S] [--batch B]
 #include <fmt/format.h>
 
@@ -16,7 +19,10 @@
 #include "stalldx/datasets/generator.h"
 #include "stalldx/pipeline/runner.h"
 #include "sample_loader.h"
+#include "jpeg_decoder.h"
+#include "sampler.h"
 #include "storage.h"
+#include "transform.h"
 
 using namespace stalldx;
 using namespace stalldx::pipeline;
@@ -31,6 +37,27 @@ double run_once(RunConfig c) {
   }
   return r.images_per_second;
 }
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Full-size decodes of in-memory files on `threads` threads, each with its own decoder: img/s.
+double decode_only(const std::vector<std::vector<std::uint8_t>>& files, int threads) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::thread> pool;
+  for (int k = 0; k < threads; ++k)
+    pool.emplace_back([&, k] {
+      JpegDecoder dec;
+      for (std::size_t i = static_cast<std::size_t>(k); i < files.size(); i += static_cast<std::size_t>(threads)) {
+        JpegHeader h;
+        DecodedRegion region;
+        if (dec.read_header(files[i].data(), files[i].size(), h).is_ok()) (void)dec.decode(CropBox{0, 0, h.width, h.height, false}, 1, false, region);
+      }
+    });
+  for (std::thread& t : pool) t.join();
+  return static_cast<double>(files.size()) / seconds_since(t0);
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -68,13 +95,59 @@ int main(int argc, char** argv) {
   c.step_ms = 0;
   c.profile = false;
 
-  // One thread, the same per-sample code the workers run (page-cache reads included), over the files.
+  // The files in memory, read once (the page cache warmed on the way).
   StorageReader storage(StorageKnobs{});
+  const int n = std::min<int>(static_cast<int>(index.samples.size()), 2000);
+  std::vector<std::vector<std::uint8_t>> files(static_cast<std::size_t>(n));
+  double bytes = 0;
+  for (int i = 0; i < n; ++i) {
+    (void)storage.read(index.samples[static_cast<std::size_t>(i)].path, files[static_cast<std::size_t>(i)]);
+    bytes += static_cast<double>(files[static_cast<std::size_t>(i)].size());
+  }
+  fmt::print("dataset {} ({} files, {:.1f} KB mean over the {} timed); batch {}, {} steps, float32 NCHW train transform\n", data,
+             index.samples.size(), bytes / n / 1e3, n, batch, steps);
+  const double ceiling_one = decode_only(files, 1);
+  const double ceiling_n = decode_only(files, max_workers);
+  fmt::print("decode-only ceiling (full-size decode from memory): 1 thread {:.0f} img/s, {} threads {:.0f} img/s\n", ceiling_one,
+             max_workers, ceiling_n);
+
+  // One thread, stage by stage, as the per-sample path runs them.
+  {
+    JpegDecoder dec;
+    std::vector<std::uint8_t> buf, slot(sample_bytes(c));
+    double t_read = 0, t_header = 0, t_decode = 0, t_resample = 0, t_uint8 = 0;
+    for (int i = 0; i < n; ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      (void)storage.read(index.samples[static_cast<std::size_t>(i)].path, buf);
+      t_read += seconds_since(t0);
+      t0 = std::chrono::steady_clock::now();
+      JpegHeader h;
+      if (!dec.read_header(buf.data(), buf.size(), h).is_ok()) continue;
+      t_header += seconds_since(t0);
+      std::mt19937_64 rng(mix64(c.seed ^ 0xA5A5A5A5ull, static_cast<std::uint64_t>(i)));
+      const CropBox box = random_resized_crop(h.width, h.height, rng);
+      t0 = std::chrono::steady_clock::now();
+      DecodedRegion region;
+      if (!dec.decode(box, choose_dct_denominator(box, c.size, c.dct_scaling), c.roi_decode, region).is_ok()) continue;
+      t_decode += seconds_since(t0);
+      t0 = std::chrono::steady_clock::now();
+      resample_into(region, box, c.size, OutputFormat::float32_nchw, slot.data());
+      t_resample += seconds_since(t0);
+      t0 = std::chrono::steady_clock::now();
+      resample_into(region, box, c.size, OutputFormat::uint8_nhwc, slot.data());
+      t_uint8 += seconds_since(t0);
+    }
+    const auto us = [n](double t) { return t / n * 1e6; };
+    fmt::print("one thread, per image: read {:.1f} us, header {:.1f} us, region decode (ROI + DCT scaling) {:.1f} us, "
+               "crop/resize+flip+normalize+write float32 {:.1f} us (uint8 {:.1f} us)\n",
+               us(t_read), us(t_header), us(t_decode), us(t_resample), us(t_uint8));
+  }
+
+  // One thread, the same per-sample code the workers run (page-cache reads included), over the files.
   BadSampleLog bad;
   SampleLoader loader(c, index, storage, bad);
   std::vector<std::uint8_t> out(sample_bytes(c));
-  const int n = std::min<int>(static_cast<int>(index.samples.size()), 2000);
-  for (int i = 0; i < std::min(n, 64); ++i) {  // warm the page cache and the decoder
+  for (int i = 0; i < std::min(n, 64); ++i) {  // warm the decoder
     bool failed = false;
     loader.load(SampleTask{0, i, static_cast<std::uint32_t>(i), false, out.data()}, failed);
   }
@@ -83,14 +156,14 @@ int main(int argc, char** argv) {
     bool failed = false;
     loader.load(SampleTask{0, i, static_cast<std::uint32_t>(i % index.samples.size()), false, out.data()}, failed);
   }
-  const double one = n / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  fmt::print("dataset {} ({} files); batch {}, {} steps, float32 NCHW train transform\n", data, index.samples.size(), batch, steps);
-  fmt::print("one-thread decode + transform: {:.0f} img/s ({:.3f} ms/img)\n", one, 1000.0 / one);
-  fmt::print("{:>8} {:>10} {:>12} {:>11}\n", "workers", "img/s", "img/s/worker", "efficiency");
+  const double one = n / seconds_since(t0);
+  fmt::print("one-thread decode + transform: {:.0f} img/s ({:.3f} ms/img; {:.2f}x the one-thread decode-only ceiling)\n", one, 1000.0 / one,
+             one / ceiling_one);
+  fmt::print("{:>8} {:>10} {:>12} {:>11} {:>14}\n", "workers", "img/s", "img/s/worker", "efficiency", "÷ decode-only");
   for (int w = 1; w <= max_workers; w *= 2) {
     c.workers = w;
     const double ips = median({run_once(c), run_once(c), run_once(c)});
-    fmt::print("{:>8} {:>10.0f} {:>12.0f} {:>11.2f}\n", w, ips, ips / w, ips / (w * one));
+    fmt::print("{:>8} {:>10.0f} {:>12.0f} {:>11.2f} {:>14.2f}\n", w, ips, ips / w, ips / (w * one), ips / decode_only(files, w));
     if (w < max_workers && w * 2 > max_workers) w = max_workers / 2;  // end exactly on max_workers
   }
   c.workers = max_workers;
