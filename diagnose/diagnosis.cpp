@@ -305,13 +305,24 @@ Report diagnose(const Trace& t, const Thresholds& th) {
   cov.dropped_counters = t.meta.dropped_counters;
   cov.dropped_device = t.meta.dropped_device;
   cov.interrupted = t.meta.interrupted;
+  // Device work before the first step or after the last (start-up, model set-up, shutdown) is outside the
+  // steps, not a gap in the records: only work inside the steps' span and claimed by none lowers confidence.
+  std::int64_t span_begin = INT64_MAX, span_end = INT64_MIN;
+  for (const HostRange* st : ix.steps) {
+    if (st == nullptr) continue;
+    span_begin = std::min(span_begin, st->begin_ns);
+    span_end = std::max(span_end, st->end_ns);
+  }
   std::map<std::int64_t, std::int64_t> step_end;
   std::map<std::int64_t, std::uint64_t> step_records;
   std::map<std::int64_t, std::vector<std::size_t>> step_acts;
   for (std::size_t i = 0; i < t.activities.size(); ++i) {
     if (!is_device_work(t.activities[i].kind)) continue;
     const std::int64_t s = ix.activity_step[i];
-    if (s < 0) { cov.unmatched_device++; continue; }
+    if (s < 0) {
+      if (t.activities[i].begin_ns >= span_begin && t.activities[i].begin_ns <= span_end) cov.unmatched_device++;
+      continue;
+    }
     auto [it, fresh] = step_end.emplace(s, t.activities[i].end_ns);
     if (!fresh) it->second = std::max(it->second, t.activities[i].end_ns);
     step_records[s]++;
