@@ -211,6 +211,11 @@ TEST(Record, CudaOptionsReachTheProgramsEnvironment) {
   EXPECT_EQ(env_seen("--no-cuda-driver"), "nvtx=set cuda=set kinds=sync\n");
   EXPECT_EQ(env_seen("--no-cuda-driver --no-cuda-sync"), "nvtx=set cuda=set kinds=none\n");
   EXPECT_EQ(env_seen("--no-cuda"), "nvtx=set cuda= kinds=unset\n");
+  // The trace and the summary say what was left out.
+  Trace t;
+  ASSERT_TRUE(read_trace_file(dir + "/t.json", t).is_ok());
+  EXPECT_EQ(t.meta.config.at("cuda_records"), "none (--no-cuda)");
+  EXPECT_NE(stalldx::testing::read_file(dir + "/log.txt").find("CUDA records: none (--no-cuda)"), std::string::npos);
 }
 
 TEST(Record, SixtyFourProcesses) {
