@@ -5,10 +5,12 @@
 
 #include <fmt/format.h>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "stalldx/diagnose/diagnosis.h"
 #include "stalldx/record/kineto.h"
+#include "stalldx/trace_io.h"
 #include "test_support.h"
 
 namespace stalldx::record {
@@ -86,6 +88,38 @@ TEST(Kineto, BatchesArrivingInBurstsBlameOnlyTheStepsThatWaited) {
     EXPECT_EQ(s.verdict == diagnose::Verdict::input, waited) << "step " << s.step << ": " << s.evidence;
     if (waited) EXPECT_GT(s.stall_ms, 1000.0) << "step " << s.step;
   }
+}
+
+// Kineto's own layout (an event per indented block) is read in runs of whole events; the same events in
+// any other layout are read as one document. Both give the same trace; a Kineto-layout file cut short is
+// still refused with the whole-document parser's message.
+TEST(Kineto, ItsOwnLayoutIsReadInRunsAndGivesTheSameTrace) {
+  std::string compact;
+  ASSERT_TRUE(read_text_file(kData + "h200-decoding-w1.pt.trace.json.gz", compact).is_ok());
+  const nlohmann::json doc = nlohmann::json::parse(compact);
+  std::string laid = "{\n  \"schemaVersion\": 1,\n  \"traceEvents\": [\n";
+  bool first = true;
+  for (const nlohmann::json& ev : doc.at("traceEvents")) {
+    laid += first ? "  {\n    " : ",\n  {\n    ";
+    first = false;
+    const std::string body = ev.dump();
+    laid += body.substr(1, body.size() - 2);  // the members, on one line
+    laid += "\n  }";
+  }
+  laid += "\n  ],\n  \"traceName\": \"test\"\n}\n";
+  ASSERT_GT(laid.size(), 3u << 20) << "several runs of 1 MB";
+  Trace whole, runs;
+  KinetoReport rw, rr;
+  ASSERT_TRUE(read_kineto_json(compact, RoleMap::defaults(), whole, rw).is_ok());
+  ASSERT_TRUE(read_kineto_json(laid, RoleMap::defaults(), runs, rr).is_ok());
+  EXPECT_EQ(rw.runs, 0u);  // compact JSON: one document
+  EXPECT_GE(rr.runs, 3u);   // Kineto's layout: runs of ~1 MB
+  EXPECT_EQ(rr.events, rw.events);
+  EXPECT_EQ(rr.not_understood, rw.not_understood);
+  EXPECT_TRUE(runs == whole);
+  const Status cut = read_kineto_json(laid.substr(0, laid.size() / 2), RoleMap::defaults(), runs, rr);
+  EXPECT_FALSE(cut.is_ok());
+  EXPECT_NE(cut.message().find("cut short"), std::string::npos) << cut.message();
 }
 
 // A minimal current-schema document: 4 steps, each waits 8 ms on a multiprocess loader, copies (an

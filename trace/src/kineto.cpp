@@ -83,17 +83,77 @@ bool looks_like_kineto(const std::string& text) {
          head.find("\"baseTimeNanoseconds\"") != std::string_view::npos || head.find("\"distributedInfo\"") != std::string_view::npos;
 }
 
+namespace {
+
+// Kineto's writer puts `"traceEvents": [` on a line of its own, then each event as a block from `  {` to
+// `  }` (events separated by `,` + newline; its strings escape their newlines) and closes with `  ]`.
+// That layout is parsed in ~1 MB runs of whole events by one reused parser: memory stays the text plus a
+// few MB whatever the file's size (one whole-document DOM took about twice the text again). Calls `fn`
+// for each event; false when the text is not in that layout or a run does not parse (nothing may be
+// assumed about what `fn` saw then).
+constexpr std::string_view kEventsOpen = "\"traceEvents\": [\n";
+constexpr std::string_view kEventsClose = "\n  ]";
+constexpr std::string_view kBetween = "\n  },\n";
+constexpr std::size_t kRunBytes = 1u << 20;
+
+template <class Fn>
+bool for_each_chunked_event(const std::string& text, Fn&& fn, std::uint64_t& runs) {
+  const std::string_view all(text);
+  const std::size_t open = all.find(kEventsOpen);
+  const std::size_t close = open == std::string_view::npos ? open : all.rfind(kEventsClose);
+  if (open == std::string_view::npos || close == std::string_view::npos || close < open + kEventsOpen.size()) return false;
+  const std::string_view events = all.substr(open + kEventsOpen.size(), close - open - kEventsOpen.size());
+  simdjson::dom::parser parser;
+  std::string buf;
+  buf.reserve(2 * kRunBytes + simdjson::SIMDJSON_PADDING);
+  for (std::size_t pos = 0; pos < events.size();) {
+    std::size_t end = events.size(), next = events.size();
+    if (pos + kRunBytes < events.size()) {
+      const std::size_t b = events.find(kBetween, pos + kRunBytes);
+      if (b != std::string_view::npos) {
+        end = b + 4;  // through "  }"
+        next = b + kBetween.size();
+      }
+    }
+    buf.assign("[");
+    buf.append(events.substr(pos, end - pos));
+    buf.append("]");
+    element run;
+    simdjson::dom::array arr;
+    if (parser.parse(buf).get(run) != simdjson::SUCCESS || run.get_array().get(arr) != simdjson::SUCCESS) return false;
+    for (element ev : arr) fn(ev);
+    ++runs;
+    pos = next;
+  }
+  return true;
+}
+
+Status read_kineto_json_impl(const std::string& text, const RoleMap& roles, Trace& out, KinetoReport& rep, bool chunked);
+
+Status read_kineto_json_whole(const std::string& text, const RoleMap& roles, Trace& out, KinetoReport& rep) {
+  return read_kineto_json_impl(text, roles, out, rep, false);
+}
+
+}  // namespace
+
 Status read_kineto_json(const std::string& text, const RoleMap& roles, Trace& out, KinetoReport& rep) {
+  return read_kineto_json_impl(text, roles, out, rep, true);
+}
+
+namespace {
+Status read_kineto_json_impl(const std::string& text, const RoleMap& roles, Trace& out, KinetoReport& rep, bool chunked) {
   out = Trace{};
   rep = KinetoReport{};
   simdjson::dom::parser parser;
-  element doc;
-  // parse() copies into padded memory when the string lacks simdjson's padding.
-  if (auto err = parser.parse(text).get(doc); err)
-    return Status::parse(fmt::format("not a complete JSON document ({}): a trace cut short, or not a trace", simdjson::error_message(err)));
   simdjson::dom::array events;
-  if (doc["traceEvents"].get_array().get(events))
-    return Status::parse("a Kineto trace without a 'traceEvents' array");
+  if (!chunked) {
+    element doc;
+    // parse() reads in place when the string's capacity holds simdjson's padding (read_text_file's does).
+    if (auto err = parser.parse(text).get(doc); err)
+      return Status::parse(fmt::format("not a complete JSON document ({}): a trace cut short, or not a trace", simdjson::error_message(err)));
+    if (doc["traceEvents"].get_array().get(events))
+      return Status::parse("a Kineto trace without a 'traceEvents' array");
+  }
 
   // Lanes: one per (pid, tid) of host events; names from the M events.
   std::map<std::pair<std::int64_t, std::int64_t>, std::uint32_t> lane_of;
@@ -121,12 +181,12 @@ Status read_kineto_json(const std::string& text, const RoleMap& roles, Trace& ou
   const auto intern = [&](std::string_view n) { return info(n).id; };
   const auto role_of = [&](std::string_view n) { return info(n).role; };
 
-  for (element ev : events) {
+  const auto on_event = [&](const element& ev) {
     rep.events++;
     object o;
-    if (ev.get_object().get(o)) { rep.not_understood++; continue; }
+    if (ev.get_object().get(o)) { rep.not_understood++; return; }
     std::string_view ph, cat, name;
-    if (o["ph"].get_string().get(ph)) { rep.not_understood++; continue; }
+    if (o["ph"].get_string().get(ph)) { rep.not_understood++; return; }
     {  // Perfetto shows times from the earliest event of any kind: our origin is the same
       double any_ts = 0;
       if (!o["ts"].get_double().get(any_ts) && std::isfinite(any_ts)) first_ts = std::min(first_ts, any_ts);
@@ -139,26 +199,26 @@ Status read_kineto_json(const std::string& text, const RoleMap& roles, Trace& ou
         else if (what == "thread_name") thread_names[{pid, tid}] = std::string(value);
       }
       rep.ignored++;
-      continue;
+      return;
     }
     if (ph != "X") {
       rep.ignored += (ph == "s" || ph == "f" || ph == "i" || ph == "I" || ph == "C") ? 1 : 0;
       rep.not_understood += (ph == "s" || ph == "f" || ph == "i" || ph == "I" || ph == "C") ? 0 : 1;
-      continue;
+      return;
     }
     if (o["cat"].get_string().get(cat)) cat = {};
     if (o["name"].get_string().get(name)) name = {};
     double ts = 0, dur = 0;
     if (o["ts"].get_double().get(ts)) {
       std::int64_t its = 0;
-      if (o["ts"].get_int64().get(its)) { rep.not_understood++; continue; }
+      if (o["ts"].get_int64().get(its)) { rep.not_understood++; return; }
       ts = static_cast<double>(its);
     }
     if (o["dur"].get_double().get(dur)) {
       std::int64_t idur = 0;
       if (!o["dur"].get_int64().get(idur)) dur = static_cast<double>(idur);
     }
-    if (!(dur >= 0) || !std::isfinite(ts)) { rep.not_understood++; continue; }
+    if (!(dur >= 0) || !std::isfinite(ts)) { rep.not_understood++; return; }
     const std::int64_t begin = to_ns(ts), end = to_ns(ts + dur);
     element args;
     const bool has_args = !o["args"].get(args);
@@ -216,6 +276,13 @@ Status read_kineto_json(const std::string& text, const RoleMap& roles, Trace& ou
       case Cat::ignored: rep.ignored++; break;
       case Cat::unknown: rep.not_understood++; break;
     }
+  };
+  bool complete = true;
+  if (chunked) {
+    complete = for_each_chunked_event(text, on_event, rep.runs);
+    if (!complete) return read_kineto_json_whole(text, roles, out, rep);  // the whole-document parse names the problem
+  } else {
+    for (element ev : events) on_event(ev);
   }
 
   // A copy / sync op earns its role by a CUDA call inside it on its thread; otherwise its time stays
@@ -330,6 +397,8 @@ Status read_kineto_json(const std::string& text, const RoleMap& roles, Trace& ou
                                     rep.loader_ops));
   return Status::ok();
 }
+
+}  // namespace
 
 Status read_any_trace(const std::string& path, const RoleMap& roles, Trace& out, KinetoReport& report, bool& was_kineto) {
   std::string text;

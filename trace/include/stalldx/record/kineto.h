@@ -24,12 +24,14 @@ struct KinetoReport {
   std::uint64_t ignored = 0;           // events known and not needed (flows, metadata, python frames, overhead)
   std::uint64_t not_understood = 0;    // categories/phases this reader does not know (counted in the coverage)
   std::vector<std::string> notes;      // one line each: what is missing and what follows from it
+  std::uint64_t runs = 0;              // runs of events parsed apart (Kineto's own layout); 0 = read as one document
 };
 
 // True when `text` starts like a Kineto trace (its header keys come before traceEvents).
 bool looks_like_kineto(const std::string& text);
 
-// Parses a whole Kineto JSON document. Errors name what was wrong (not JSON, no traceEvents, ...).
+// Parses a Kineto JSON document: in Kineto's own layout, ~1 MB runs of events at a time (memory: the text
+// plus a few MB); otherwise as one document. Errors name what was wrong (not JSON, no traceEvents, ...).
 Status read_kineto_json(const std::string& text, const RoleMap& roles, Trace& out, KinetoReport& report);
 
 // Any trace stalldx can diagnose: its own, a Kineto trace (gzip or not). `report` is filled for Kineto.
