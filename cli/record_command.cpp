@@ -31,9 +31,9 @@ Action add_record_command(CLI::App& app) {
   sub->add_option("--step", a->step, "regular expression: ranges whose names match are steps");
   sub->add_flag("--no-cuda", [a](std::int64_t) { a->options.cuda = false; },
                 "NVTX ranges only: no CUPTI records (host-side view; measures what the CUDA side costs)");
-  sub->add_flag("--no-cuda-driver", [a](std::int64_t) { a->options.cuda_driver = false; },
+  sub->add_flag("--no-cuda-driver", [a](std::int64_t) { a->options.optional.driver = false; },
                 "no CUPTI driver API records (lighter; kernels that libraries launch through the driver then have no call)");
-  sub->add_flag("--no-cuda-sync", [a](std::int64_t) { a->options.cuda_sync = false; },
+  sub->add_flag("--no-cuda-sync", [a](std::int64_t) { a->options.optional.sync = false; },
                 "no CUPTI synchronization records (lighter; the sync calls themselves are still recorded)");
   sub->add_flag("--keep-parts", a->options.keep_parts, "keep the per-process part files (their folder is printed)");
   sub->add_flag("--json", a->json, "print the report as JSON");

@@ -59,9 +59,7 @@ Status run_record(const RecordOptions& o, RecordResult& r, const StopFlag* stop)
   co.env = {{record::kRecordDirEnv, r.parts_dir}, {"NVTX_INJECTION64_PATH", o.inject_library}};
   if (o.cuda) {
     co.env.push_back({"CUDA_INJECTION64_PATH", o.inject_library});
-    std::string kinds = o.cuda_driver ? "driver" : "";
-    if (o.cuda_sync) kinds += kinds.empty() ? "sync" : ",sync";
-    co.env.push_back({record::kRecordCudaEnv, kinds.empty() ? "none" : kinds});
+    co.env.push_back({record::kRecordCudaEnv, record::cuda_records_env(o.optional)});
   }
   const Status st = run_child(o.command, co, r.child, stop);
   const std::int64_t ended = monotonic_ns();
@@ -83,9 +81,11 @@ Status run_record(const RecordOptions& o, RecordResult& r, const StopFlag* stop)
   r.trace.meta.config["command"] = cmd;
   r.trace.meta.config["exit_code"] = std::to_string(r.exit_code());
   // Which CUDA records were asked for: a lighter recording explains missing calls and syncs.
-  r.trace.meta.config["cuda_records"] = !o.cuda ? "none (--no-cuda)"
-                                        : fmt::format("runtime API + device activity{}{}", o.cuda_driver ? " + driver API" : " (no driver API: --no-cuda-driver)",
-                                                      o.cuda_sync ? " + synchronization" : " (no synchronization records: --no-cuda-sync)");
+  r.cuda_records_complete = o.cuda && o.optional.driver && o.optional.sync;
+  r.trace.meta.config["cuda_records"] =
+      !o.cuda ? "none (--no-cuda)"
+              : fmt::format("runtime API + device activity{}{}", o.optional.driver ? " + driver API" : " (no driver API: --no-cuda-driver)",
+                            o.optional.sync ? " + synchronization" : " (no synchronization records: --no-cuda-sync)");
   const Status w = write_trace_file(r.trace, o.trace);
   if (!o.keep_parts) {
     std::error_code ec;
@@ -107,8 +107,7 @@ std::string record_summary_text(const RecordResult& r) {
   if (m.dropped) s += fmt::format("  {} ranges dropped (a thread's part full, or nested deeper than 256)\n", m.dropped);
   if (m.demoted_steps) s += fmt::format("  {} step ranges off the consumer thread or nested in another step (kept as user ranges)\n", m.demoted_steps);
   for (const std::string& p : m.problems) s += "  " + p + "\n";
-  if (auto c = r.trace.meta.config.find("cuda_records"); c != r.trace.meta.config.end() && c->second.find("--no-") != std::string::npos)
-    s += fmt::format("  CUDA records: {}\n", c->second);
+  if (!r.cuda_records_complete) s += fmt::format("  CUDA records: {}\n", r.trace.meta.config.at("cuda_records"));
   if (r.child.exited) s += fmt::format("  command exited with code {}\n", r.child.code);
   else s += fmt::format("  command was killed by signal {} ({}){}\n", r.child.signal, strsignal(r.child.signal),
                         r.child.stopped ? ", forwarded from stalldx" : "");

@@ -9,19 +9,14 @@
 #include <cxxabi.h>
 #include <fmt/format.h>
 
-#include <sys/resource.h>
-#include <unistd.h>
-
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "buffer_queue.h"
 #include "collectors.h"
 #include "stalldx/profiler.h"
 
@@ -72,7 +67,7 @@ class CuptiCollector {
       std::lock_guard<std::mutex> lock(mu_);
       reset_locked();
     }
-    start_converter();
+    queue_.start([this](std::uint8_t* buffer, std::size_t valid) { convert_buffer(buffer, valid); });
     auto check = [](CUptiResult r, const char* what) -> Status {
       if (r == CUPTI_SUCCESS) return Status::ok();
       const char* msg = nullptr;
@@ -81,25 +76,15 @@ class CuptiCollector {
     };
     if (Status st = check(cuptiActivityRegisterTimestampCallback(&host_clock), "timestamp callback"); !st.is_ok()) return st;
     if (Status st = check(cuptiActivityRegisterCallbacks(&on_request, &on_complete), "buffer callbacks"); !st.is_ok()) return st;
-    const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_RUNTIME,
-                                        CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,   CUPTI_ACTIVITY_KIND_MEMCPY,
-                                        CUPTI_ACTIVITY_KIND_MEMSET,              CUPTI_ACTIVITY_KIND_OVERHEAD};
+    std::vector<CUpti_ActivityKind> kinds = {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_RUNTIME,
+                                             CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,   CUPTI_ACTIVITY_KIND_MEMCPY,
+                                             CUPTI_ACTIVITY_KIND_MEMSET,              CUPTI_ACTIVITY_KIND_OVERHEAD};
+    if (driver_api) kinds.push_back(CUPTI_ACTIVITY_KIND_DRIVER);
+    if (sync) kinds.push_back(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
     for (CUpti_ActivityKind k : kinds)
-      if (Status st = check(cuptiActivityEnable(k), "activity enable"); !st.is_ok()) {
+      if (Status st = check(cuptiActivityEnable(k), fmt::format("activity enable (kind {})", static_cast<int>(k)).c_str()); !st.is_ok()) {
         disable_all();
-        stop_converter();
-        return st;
-      }
-    if (driver_api)
-      if (Status st = check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER), "driver API activity enable"); !st.is_ok()) {
-        disable_all();
-        stop_converter();
-        return st;
-      }
-    if (sync)
-      if (Status st = check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION), "synchronization activity enable"); !st.is_ok()) {
-        disable_all();
-        stop_converter();
+        queue_.stop();
         return st;
       }
     running_ = true;
@@ -111,7 +96,7 @@ class CuptiCollector {
     running_ = false;
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // completes every buffer: all are queued now
     disable_all();
-    stop_converter();  // converts what is queued, then ends
+    queue_.stop();  // converts what is queued, then ends
     std::lock_guard<std::mutex> lock(mu_);
     // Lanes: CUPTI's threadId is matched against the host threads' tid, then their pthread id.
     std::unordered_map<std::uint32_t, std::uint32_t> lane_of;
@@ -165,11 +150,6 @@ class CuptiCollector {
     std::uint32_t cupti_tid;
   };
 
-  struct Filled {
-    std::uint8_t* buffer;
-    std::size_t valid;
-  };
-
   // Called on the thread that needs a buffer (often the one launching work): a short lock, never one a
   // conversion holds.
   static void CUPTIAPI on_request(uint8_t** buffer, size_t* size, size_t* max_records) {
@@ -196,15 +176,7 @@ class CuptiCollector {
       std::lock_guard<std::mutex> lock(self.mu_);
       self.dropped_ += dropped;
     }
-    {
-      std::lock_guard<std::mutex> lock(self.queue_mu_);
-      if (self.converter_running_) {
-        self.filled_.push_back({buffer, valid});
-        self.queue_cv_.notify_one();
-        return;
-      }
-    }
-    self.convert_buffer(buffer, valid);
+    if (!self.queue_.push(buffer, valid)) self.convert_buffer(buffer, valid);
   }
 
   void convert_buffer(std::uint8_t* buffer, std::size_t valid) {
@@ -215,37 +187,6 @@ class CuptiCollector {
     }
     std::lock_guard<std::mutex> lock(free_mu_);
     free_buffers_.push_back(buffer);  // recycled: memory stays bounded by the in-flight buffers
-  }
-
-  void start_converter() {
-    std::lock_guard<std::mutex> lock(queue_mu_);
-    if (converter_running_) return;
-    converter_running_ = true;
-    converter_ = std::thread([this] {
-      setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 10);  // Linux: per thread; best effort
-      for (;;) {
-        Filled f{};
-        {
-          std::unique_lock<std::mutex> lock(queue_mu_);
-          queue_cv_.wait(lock, [this] { return !filled_.empty() || !converter_running_; });
-          if (filled_.empty()) return;  // told to stop and nothing is left
-          f = filled_.front();
-          filled_.pop_front();
-        }
-        convert_buffer(f.buffer, f.valid);
-      }
-    });
-  }
-
-  // Ends the converter after it has converted every queued buffer.
-  void stop_converter() {
-    {
-      std::lock_guard<std::mutex> lock(queue_mu_);
-      if (!converter_running_) return;
-      converter_running_ = false;
-      queue_cv_.notify_one();
-    }
-    if (converter_.joinable()) converter_.join();
   }
 
   std::uint32_t name_index(const std::string& n) { return names_.intern(n); }
@@ -382,11 +323,7 @@ class CuptiCollector {
   bool running_ = false;
   std::mutex free_mu_;  // free_buffers_ only: on_request's lock
   std::vector<uint8_t*> free_buffers_;
-  std::mutex queue_mu_;  // filled_ and converter_running_
-  std::condition_variable queue_cv_;
-  std::deque<Filled> filled_;
-  bool converter_running_ = false;
-  std::thread converter_;
+  BufferQueue queue_;  // filled buffers -> convert_buffer on the converter thread
   std::unordered_map<const char*, std::pair<std::string, std::uint32_t>> kernel_names_;  // CUPTI name pointer -> (text, name id)
   std::unordered_map<std::uint64_t, std::uint32_t> api_names_;                            // domain << 32 | cbid -> name id
   std::vector<PendingCall> calls_;

@@ -44,12 +44,11 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
   o.cpu_time = false;
   o.nvtx = false;
   o.cupti = true;
-  // Optional records, as `stalldx record --cuda-records` chose (unset: all). The driver API matters:
-  // a program's libraries (cuBLAS, cuDNN) launch through it.
-  const char* kinds = std::getenv(stalldx::record::kRecordCudaEnv);
-  const std::string k = kinds == nullptr ? "driver,sync" : kinds;
-  o.cupti_driver = k.find("driver") != std::string::npos;
-  o.cupti_sync = k.find("sync") != std::string::npos;
+  // Optional records, as `stalldx record` was told (unset: all). The driver API matters: a program's
+  // libraries (cuBLAS, cuDNN) launch through it.
+  const auto optional = stalldx::record::cuda_records_from_env(std::getenv(stalldx::record::kRecordCudaEnv));
+  o.cupti_driver = optional.driver;
+  o.cupti_sync = optional.sync;
   if (!session->start(o).is_ok()) return 1;
   g_session = session;
   g_session_pid = getpid();

@@ -9,8 +9,10 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
+#include "json_runs.h"
 #include "stalldx/record/merge.h"
 #include "stalldx/trace_io.h"
 
@@ -86,67 +88,27 @@ bool looks_like_kineto(const std::string& text) {
 namespace {
 
 // Kineto's writer puts `"traceEvents": [` on a line of its own, then each event as a block from `  {` to
-// `  }` (events separated by `,` + newline; its strings escape their newlines) and closes with `  ]`.
-// That layout is parsed in ~1 MB runs of whole events by one reused parser: memory stays the text plus a
-// few MB whatever the file's size (one whole-document DOM took about twice the text again). Calls `fn`
-// for each event; false when the text is not in that layout or a run does not parse (nothing may be
-// assumed about what `fn` saw then).
-constexpr std::string_view kEventsOpen = "\"traceEvents\": [\n";
-constexpr std::string_view kEventsClose = "\n  ]";
-constexpr std::string_view kBetween = "\n  },\n";
-constexpr std::size_t kRunBytes = 1u << 20;
-
-template <class Fn>
-bool for_each_chunked_event(const std::string& text, Fn&& fn, std::uint64_t& runs) {
+// `  }` (events separated by `,` + newline; its strings escape their newlines) and closes with `  ]`: that
+// layout is read in runs of events (json_runs.h). The range of the events, or nothing when the text is
+// not in that layout.
+std::optional<std::string_view> kineto_layout_events(const std::string& text) {
+  constexpr std::string_view open_text = "\"traceEvents\": [\n", close_text = "\n  ]";
   const std::string_view all(text);
-  const std::size_t open = all.find(kEventsOpen);
-  const std::size_t close = open == std::string_view::npos ? open : all.rfind(kEventsClose);
-  if (open == std::string_view::npos || close == std::string_view::npos || close < open + kEventsOpen.size()) return false;
-  const std::string_view events = all.substr(open + kEventsOpen.size(), close - open - kEventsOpen.size());
-  simdjson::dom::parser parser;
-  std::string buf;
-  buf.reserve(2 * kRunBytes + simdjson::SIMDJSON_PADDING);
-  for (std::size_t pos = 0; pos < events.size();) {
-    std::size_t end = events.size(), next = events.size();
-    if (pos + kRunBytes < events.size()) {
-      const std::size_t b = events.find(kBetween, pos + kRunBytes);
-      if (b != std::string_view::npos) {
-        end = b + 4;  // through "  }"
-        next = b + kBetween.size();
-      }
-    }
-    buf.assign("[");
-    buf.append(events.substr(pos, end - pos));
-    buf.append("]");
-    element run;
-    simdjson::dom::array arr;
-    if (parser.parse(buf).get(run) != simdjson::SUCCESS || run.get_array().get(arr) != simdjson::SUCCESS) return false;
-    for (element ev : arr) fn(ev);
-    ++runs;
-    pos = next;
-  }
-  return true;
+  const std::size_t open = all.find(open_text);
+  const std::size_t close = open == std::string_view::npos ? open : all.rfind(close_text);
+  if (open == std::string_view::npos || close == std::string_view::npos || close < open + open_text.size()) return std::nullopt;
+  return all.substr(open + open_text.size(), close - open - open_text.size());
 }
 
-Status read_kineto_json_impl(const std::string& text, const RoleMap& roles, Trace& out, KinetoReport& rep, bool chunked);
-
-Status read_kineto_json_whole(const std::string& text, const RoleMap& roles, Trace& out, KinetoReport& rep) {
-  return read_kineto_json_impl(text, roles, out, rep, false);
-}
-
-}  // namespace
-
-Status read_kineto_json(const std::string& text, const RoleMap& roles, Trace& out, KinetoReport& rep) {
-  return read_kineto_json_impl(text, roles, out, rep, true);
-}
-
-namespace {
-Status read_kineto_json_impl(const std::string& text, const RoleMap& roles, Trace& out, KinetoReport& rep, bool chunked) {
+// in_runs: read Kineto's own layout in runs when the text has it; anything that does not parse that way
+// is read again as one document, whose parser names the problem.
+Status read_kineto(const std::string& text, const RoleMap& roles, Trace& out, KinetoReport& rep, bool in_runs) {
   out = Trace{};
   rep = KinetoReport{};
   simdjson::dom::parser parser;
   simdjson::dom::array events;
-  if (!chunked) {
+  const std::optional<std::string_view> laid_out = in_runs ? kineto_layout_events(text) : std::nullopt;
+  if (!laid_out) {
     element doc;
     // parse() reads in place when the string's capacity holds simdjson's padding (read_text_file's does).
     if (auto err = parser.parse(text).get(doc); err)
@@ -277,10 +239,10 @@ Status read_kineto_json_impl(const std::string& text, const RoleMap& roles, Trac
       case Cat::unknown: rep.not_understood++; break;
     }
   };
-  bool complete = true;
-  if (chunked) {
-    complete = for_each_chunked_event(text, on_event, rep.runs);
-    if (!complete) return read_kineto_json_whole(text, roles, out, rep);  // the whole-document parse names the problem
+  if (laid_out) {
+    JsonRuns runs;
+    if (!runs.for_each(*laid_out, "\n  },\n", 4, on_event)) return read_kineto(text, roles, out, rep, false);
+    rep.runs = runs.runs();
   } else {
     for (element ev : events) on_event(ev);
   }
@@ -399,6 +361,10 @@ Status read_kineto_json_impl(const std::string& text, const RoleMap& roles, Trac
 }
 
 }  // namespace
+
+Status read_kineto_json(const std::string& text, const RoleMap& roles, Trace& out, KinetoReport& rep) {
+  return read_kineto(text, roles, out, rep, true);
+}
 
 Status read_any_trace(const std::string& path, const RoleMap& roles, Trace& out, KinetoReport& report, bool& was_kineto) {
   std::string text;

@@ -17,6 +17,7 @@
 #include <optional>
 #include <string_view>
 
+#include "json_runs.h"
 #include "stalldx/trace_io.h"
 
 namespace stalldx {
@@ -285,55 +286,32 @@ Status read_text_file(const std::string& path, std::string& out) {
 }
 
 // stalldx's writer lays a trace out as `{"displayTimeUnit":"ns","traceEvents":[\n` EVENT (`,\n` EVENT)*
-// `\n],\n"metadata":{...}}`, one event per line (strings escape their newlines). That layout is read in
-// chunks of whole lines, each parsed alone by one reused parser: memory stays the text plus a few MB
-// (one whole-document DOM touched ~1.5 GB of fresh pages for a 188 MB trace) and the parser's buffers
-// stay in cache. Returns false, with `out` in any state, when the text is not in that layout or a chunk
-// does not parse; the caller then reads the whole document, which also names the byte that is wrong.
+// `\n],\n"metadata":{...}}`, one event per line (strings escape their newlines): the metadata is parsed
+// alone, then the events in runs (json_runs.h). Returns false, with `out` in any state, when the text is
+// not in that layout or a run does not parse; the caller then reads the whole document, which also names
+// the byte that is wrong.
 constexpr std::string_view kHead = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
 constexpr std::string_view kTail = "\n],\n\"metadata\":";
-constexpr std::size_t kChunkBytes = 1u << 20;
 
-bool read_by_lines(const std::string& text, Trace& out, Status& st) {
+bool read_in_runs(const std::string& text, Trace& out, Status& st) {
   const std::string_view all(text);
   if (all.substr(0, kHead.size()) != kHead) return false;
   const std::size_t tail = all.rfind(kTail);
-  if (tail == std::string_view::npos || tail + 1 < kHead.size()) return false;
-  simdjson::dom::parser parser;
-  std::string buf;
-  buf.reserve(2 * kChunkBytes + simdjson::SIMDJSON_PADDING);
-  const auto parse = [&](std::string_view open, std::string_view body, std::string_view close, element& e) {
-    buf.assign(open);
-    buf.append(body);
-    buf.append(close);
-    return parser.parse(buf).get(e) == simdjson::SUCCESS;  // buf's capacity holds the padding: parsed in place
-  };
+  if (tail == std::string_view::npos || tail < kHead.size() - 1) return false;
+  JsonRuns runs;
   element meta_doc;
-  if (!parse("{", all.substr(tail + 4), "", meta_doc) || !meta_doc.is_object()) return false;
+  if (!runs.parse("{", all.substr(tail + 4), "", meta_doc) || !meta_doc.is_object()) return false;
   std::size_t index = 0;
   try {
     const object doc = meta_doc.get_object().value_unsafe();
     if (auto m = find(doc, "metadata"); !m || !m->is_object() || !find(as_object(*m, "metadata"), "stalldx_version")) return false;
     read_meta(member_object(doc, "metadata"), out);
-    const std::string_view events = all.substr(kHead.size(), tail >= kHead.size() ? tail - kHead.size() + 1 : 0);
-    for (std::size_t pos = 0; pos < events.size();) {
-      std::size_t end = std::min(pos + kChunkBytes, events.size());
-      if (end < events.size()) {
-        end = events.find('\n', end);
-        if (end == std::string_view::npos) end = events.size();
-      }
-      std::string_view body = events.substr(pos, end - pos);
-      while (!body.empty() && (body.back() == ',' || body.back() == '\n' || body.back() == ' ')) body.remove_suffix(1);
-      pos = end + 1;
-      if (body.empty()) continue;
-      element chunk;
-      simdjson::dom::array arr;
-      if (!parse("[", body, "]", chunk) || chunk.get_array().get(arr) != simdjson::SUCCESS) return false;
-      for (element ev : arr) {
-        read_event(ev, out);
-        ++index;
-      }
-    }
+    const std::string_view events = tail < kHead.size() ? std::string_view() : all.substr(kHead.size(), tail - kHead.size());
+    if (!runs.for_each(events, ",\n", 0, [&](const element& ev) {
+          read_event(ev, out);
+          ++index;
+        }))
+      return false;
   } catch (const BadTrace& e) {
     out = Trace{};
     st = Status::parse(fmt::format("invalid trace (event #{}): {}", index, e.what));
@@ -345,7 +323,7 @@ bool read_by_lines(const std::string& text, Trace& out, Status& st) {
 
 Status read_trace_json(const std::string& text, Trace& out) {
   out = Trace{};
-  if (Status st; read_by_lines(text, out, st)) return st;
+  if (Status st; read_in_runs(text, out, st)) return st;
   out = Trace{};
   simdjson::dom::parser parser;
   element root;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "stalldx/record/part_format.h"
 #include "stalldx/record/merge.h"
 #include "stalldx/record/role_map.h"
 #include "stalldx/status.h"
@@ -25,8 +26,7 @@ struct RecordOptions {
   std::optional<std::regex> step;         // names matching it are steps
   bool keep_parts = false;                // leave the parts directory (its path is in the result)
   bool cuda = true;                       // false: NVTX ranges only, no CUPTI (CUDA_INJECTION64_PATH unset)
-  bool cuda_driver = true;                // CUPTI driver API records (libraries that launch through the driver)
-  bool cuda_sync = true;                  // CUPTI synchronization records
+  record::OptionalCudaRecords optional;  // CUPTI driver API / synchronization records (both by default)
 };
 
 struct RecordResult {
@@ -36,6 +36,7 @@ struct RecordResult {
   std::string parts_dir;
   record::MergeReport merge;
   Trace trace;
+  bool cuda_records_complete = true;  // false: --no-cuda / --no-cuda-driver / --no-cuda-sync left some out
   // CMD's exit status as a shell reports it: its code, 128 + signal when killed, 127 when not started.
   int exit_code() const;
 };

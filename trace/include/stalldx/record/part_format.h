@@ -12,6 +12,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 namespace stalldx::record {
 
@@ -19,9 +21,22 @@ inline constexpr std::uint64_t kPartMagic = 0x31746170786c6c73ull;  // "sllxpat1
 inline constexpr std::uint32_t kPartVersion = 3;
 inline constexpr std::uint32_t kPartRangeCapacity = 1u << 20;  // per thread; beyond it ranges are dropped and counted
 inline constexpr const char* kRecordDirEnv = "STALLDX_RECORD_DIR";
-// Which optional CUPTI records the injection enables: a comma list of "driver" (driver API calls) and
-// "sync" (synchronization activity); unset means both. Set by `stalldx record --cuda-records`.
+// Which optional CUPTI records the injection enables (`stalldx record --no-cuda-driver / --no-cuda-sync`):
+// a comma list of "driver" (driver API calls) and "sync" (synchronization activity), "none" for neither;
+// unset means both. These two functions are the format's one definition.
 inline constexpr const char* kRecordCudaEnv = "STALLDX_RECORD_CUDA";
+struct OptionalCudaRecords {
+  bool driver = true, sync = true;
+};
+inline std::string cuda_records_env(OptionalCudaRecords r) {
+  if (r.driver && r.sync) return "driver,sync";
+  return r.driver ? "driver" : r.sync ? "sync" : "none";
+}
+inline OptionalCudaRecords cuda_records_from_env(const char* value) {
+  if (value == nullptr) return {};
+  const std::string_view v(value);
+  return {v.find("driver") != std::string_view::npos, v.find("sync") != std::string_view::npos};
+}
 
 struct PartHeader {
   std::uint64_t magic;
