@@ -35,6 +35,8 @@ Action add_record_command(CLI::App& app) {
                 "no CUPTI driver API records (lighter; kernels that libraries launch through the driver then have no call)");
   sub->add_flag("--no-cuda-sync", [a](std::int64_t) { a->options.optional.sync = false; },
                 "no CUPTI synchronization records (lighter; the sync calls themselves are still recorded)");
+  sub->add_flag("--cuda-every-call", [a](std::int64_t) { a->options.optional.every_call = true; },
+                "record CUDA calls that only query state too (cudaGetLastError, cudaFuncGetAttributes, ...: heavier)");
   sub->add_flag("--keep-parts", a->options.keep_parts, "keep the per-process part files (their folder is printed)");
   sub->add_flag("--json", a->json, "print the report as JSON");
   sub->add_option("--svg", a->svg, "write a per-step busy + stall chart as SVG");

@@ -28,6 +28,7 @@ check)
     echo "== per-sample copies"; stalldx run $seed --steps 12 --copy sample --no-profile
     echo "== pin per batch"; stalldx run $seed --steps 12 --pin-per-batch --no-profile
     echo "== sync every step"; stalldx run $seed --steps 12 --sync-every-step --no-profile
+    echo "== seed workload under record"; stalldx record --trace /tmp/seed-rec.json -- stalldx run $seed --steps 12 --nvtx-only 2>&1 | summary
   } > "$OUT/runs.txt" 2>&1
   ;;
 matrix)
@@ -65,9 +66,19 @@ overhead)
   ex="$py --workers 12 --steps 30"
   for i in 1 2 3 4 5; do
     echo "round $i native $(rate $ex) record $(rate stalldx record --trace /tmp/ov.json -- $ex)" \
-         "no-driver-no-sync $(rate stalldx record --no-cuda-driver --no-cuda-sync --trace /tmp/ov.json -- $ex)" \
-         "no-cuda $(rate stalldx record --no-cuda --trace /tmp/ov.json -- $ex)"
+         "every-call $(rate stalldx record --cuda-every-call --trace /tmp/ov-every.json -- $ex)" \
+         "no-driver-no-sync $(rate stalldx record --no-cuda-driver --no-cuda-sync --trace /tmp/ov.json -- $ex)"
   done > "$OUT/overhead.txt" 2>&1
+  # Which CUDA calls a step makes, by name, with every call recorded (the records the default leaves out).
+  python3 -c "
+import json, sys, collections
+c = collections.Counter(); d = collections.Counter()
+for line in open(sys.argv[1]):
+    if '\"cuda_api\"' not in line: continue
+    e = json.loads(line.rstrip().rstrip(','))
+    c[e['name']] += 1; d[e['name']] += e.get('dur', 0)
+for n, k in c.most_common(40): print(f'{k:8d} {d[n]/1000:10.1f} ms  {n}')
+" /tmp/ov-every.json > "$OUT/api-counts.txt" 2>&1
   ;;
 esac
 date -u +%FT%TZ >> "$OUT/machine.txt"

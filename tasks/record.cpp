@@ -81,11 +81,13 @@ Status run_record(const RecordOptions& o, RecordResult& r, const StopFlag* stop)
   r.trace.meta.config["command"] = cmd;
   r.trace.meta.config["exit_code"] = std::to_string(r.exit_code());
   // Which CUDA records were asked for: a lighter recording explains missing calls and syncs.
+  // State queries (cudaGetLastError, ...) are left out by default: their absence is no gap.
   r.cuda_records_complete = o.cuda && o.optional.driver && o.optional.sync;
   r.trace.meta.config["cuda_records"] =
       !o.cuda ? "none (--no-cuda)"
-              : fmt::format("runtime API + device activity{}{}", o.optional.driver ? " + driver API" : " (no driver API: --no-cuda-driver)",
-                            o.optional.sync ? " + synchronization" : " (no synchronization records: --no-cuda-sync)");
+              : fmt::format("runtime API + device activity{}{}{}", o.optional.driver ? " + driver API" : " (no driver API: --no-cuda-driver)",
+                            o.optional.sync ? " + synchronization" : " (no synchronization records: --no-cuda-sync)",
+                            o.optional.every_call ? " + state queries" : " (calls that only query state left out)");
   const Status w = write_trace_file(r.trace, o.trace);
   if (!o.keep_parts) {
     std::error_code ec;

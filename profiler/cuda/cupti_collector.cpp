@@ -11,6 +11,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -47,6 +48,31 @@ std::string api_name(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
   return s;
 }
 
+// A call that only reads state: it neither launches, copies, sets, synchronizes nor allocates, takes
+// well under a microsecond, and PyTorch makes thousands a step (cudaGetErrorString, cudaPeekAtLastError,
+// cudaFuncGetAttributes, cudaDeviceGetAttribute, cuCtxGetCurrent, ...). Without every_call these get no
+// record. The test is on CUPTI's own callback names, once per id at start, never per call.
+bool state_query(std::string_view name) {
+  for (std::string_view w : {"Get", "Peek", "IsCapturing", "Occupancy", "FuncSetAttribute", "FuncSetCacheConfig", "FuncSetSharedMemConfig"})
+    if (name.find(w) != std::string_view::npos) return true;
+  return false;
+}
+
+// Stops activity records for the state queries of one API domain (its kind already enabled: enabling
+// the kind later would override this). Returns how many ids were turned off.
+std::size_t skip_state_queries(CUpti_CallbackDomain domain) {
+  const CUpti_CallbackId end = domain == CUPTI_CB_DOMAIN_DRIVER_API ? static_cast<CUpti_CallbackId>(CUPTI_DRIVER_TRACE_CBID_SIZE)
+                                                                    : static_cast<CUpti_CallbackId>(CUPTI_RUNTIME_TRACE_CBID_SIZE);
+  std::size_t n = 0;
+  for (CUpti_CallbackId id = 1; id < end; ++id) {
+    const char* name = nullptr;
+    if (cuptiGetCallbackName(domain, id, &name) != CUPTI_SUCCESS || name == nullptr || !state_query(name)) continue;
+    const CUptiResult r = domain == CUPTI_CB_DOMAIN_DRIVER_API ? cuptiActivityEnableDriverApi(id, 0) : cuptiActivityEnableRuntimeApi(id, 0);
+    n += r == CUPTI_SUCCESS;
+  }
+  return n;
+}
+
 MemKind mem_kind(std::uint8_t k) {
   switch (k) {
     case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE: return MemKind::pageable;
@@ -62,7 +88,7 @@ std::uint64_t host_clock() { return static_cast<std::uint64_t>(now_ns()); }
 // CUPTI's callbacks are process-wide, so the state is one instance; the session owns a handle to it.
 class CuptiCollector {
  public:
-  Status start(bool driver_api, bool sync) {
+  Status start(bool driver_api, bool sync, bool every_call) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       reset_locked();
@@ -87,6 +113,12 @@ class CuptiCollector {
         queue_.stop();
         return st;
       }
+    if (!every_call) {
+      skip_state_queries(CUPTI_CB_DOMAIN_RUNTIME_API);
+      if (driver_api) skip_state_queries(CUPTI_CB_DOMAIN_DRIVER_API);
+      // Event and stream queries that find work still pending are polls, not waits: no record for them.
+      if (sync) cuptiActivityEnableAllSyncRecords(0);
+    }
     running_ = true;
     return Status::ok();
   }
@@ -339,7 +371,7 @@ class CuptiHandle final : public Collector {
   std::string_view name() const override { return "cupti"; }
   Status start(const SessionOptions& options, RangeHooks& hooks, TraceMeta& meta) override {
     if (!options.cupti) return Status::ok();
-    if (Status st = CuptiCollector::instance().start(options.cupti_driver, options.cupti_sync); !st.is_ok()) return st;
+    if (Status st = CuptiCollector::instance().start(options.cupti_driver, options.cupti_sync, options.cupti_every_call); !st.is_ok()) return st;
     started_ = true;
     meta.cupti = true;
     hooks.step_push = &CuptiCollector::push_step;

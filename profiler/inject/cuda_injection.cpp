@@ -49,6 +49,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
   const auto optional = stalldx::record::cuda_records_from_env(std::getenv(stalldx::record::kRecordCudaEnv));
   o.cupti_driver = optional.driver;
   o.cupti_sync = optional.sync;
+  o.cupti_every_call = optional.every_call;
   if (!session->start(o).is_ok()) return 1;
   g_session = session;
   g_session_pid = getpid();

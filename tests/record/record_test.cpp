@@ -11,6 +11,7 @@
 
 #include "stalldx/diagnose/diagnosis.h"
 #include "stalldx/record/merge.h"
+#include "stalldx/record/part_format.h"
 #include "stalldx/record/role_map.h"
 #include "stalldx/trace_io.h"
 #include "spawned.h"
@@ -210,6 +211,7 @@ TEST(Record, CudaOptionsReachTheProgramsEnvironment) {
   EXPECT_EQ(env_seen(""), "nvtx=set cuda=set kinds=driver,sync\n");
   EXPECT_EQ(env_seen("--no-cuda-driver"), "nvtx=set cuda=set kinds=sync\n");
   EXPECT_EQ(env_seen("--no-cuda-driver --no-cuda-sync"), "nvtx=set cuda=set kinds=none\n");
+  EXPECT_EQ(env_seen("--cuda-every-call"), "nvtx=set cuda=set kinds=driver,sync,every-call\n");
   EXPECT_EQ(env_seen("--no-cuda"), "nvtx=set cuda= kinds=unset\n");
   // The trace and the summary say what was left out.
   Trace t;
@@ -236,6 +238,16 @@ TEST(Record, CommandNotFoundIs127AndABadRolesFileStopsBeforeTheCommandStarts) {
   EXPECT_NE(stalldx::testing::read_file(dir + "/log2.txt").find("roles.toml:1"), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(dir + "/started")) << "the command must not start";
 }
+// The injection reads back what record wrote, for every combination.
+TEST(Record, CudaRecordsEnvRoundTrips) {
+  using stalldx::record::OptionalCudaRecords;
+  for (int bits = 0; bits < 8; ++bits) {
+    const OptionalCudaRecords r{(bits & 1) != 0, (bits & 2) != 0, (bits & 4) != 0};
+    EXPECT_EQ(stalldx::record::cuda_records_from_env(stalldx::record::cuda_records_env(r).c_str()), r) << bits;
+  }
+  EXPECT_EQ(stalldx::record::cuda_records_from_env(nullptr), OptionalCudaRecords{}) << "unset: driver and sync, no state queries";
+}
+
 // Ctrl-C on stalldx reaches the recorded program once (its own process group), what it recorded is
 // merged and written, marked interrupted, and stalldx exits as the program did (130).
 TEST(Record, InterruptIsForwardedAndTheRecordingIsKept) {

@@ -107,6 +107,9 @@ struct SessionOptions {
   bool cupti = true;         // CUPTI runtime + device activity (only when a CUDA collector was installed)
   bool cupti_driver = false; // also CUDA driver API calls: libraries (cuBLAS, cuDNN) launch through them
   bool cupti_sync = true;    // synchronization activity (which stream/event a sync waited on)
+  bool cupti_every_call = false;  // also API calls that only query state (cudaGetLastError, cudaFuncGetAttributes,
+                                  // cuCtxGetCurrent, ...): a launch-heavy program makes thousands a step, each a
+                                  // record; off, the calls that launch, copy, set, sync or allocate are all kept
   std::size_t ranges_per_thread = 1u << 17;   // bound of each thread's range buffer (64 B a range: 8 MiB)
   std::size_t counters_per_thread = 1u << 16; // bound of each thread's counter buffer (24 B a sample)
   bool prefault = true;      // commit each thread's buffers when it registers, not on the range path

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace stalldx::record {
 
@@ -21,21 +22,26 @@ inline constexpr std::uint64_t kPartMagic = 0x31746170786c6c73ull;  // "sllxpat1
 inline constexpr std::uint32_t kPartVersion = 3;
 inline constexpr std::uint32_t kPartRangeCapacity = 1u << 20;  // per thread; beyond it ranges are dropped and counted
 inline constexpr const char* kRecordDirEnv = "STALLDX_RECORD_DIR";
-// Which optional CUPTI records the injection enables (`stalldx record --no-cuda-driver / --no-cuda-sync`):
-// a comma list of "driver" (driver API calls) and "sync" (synchronization activity), "none" for neither;
-// unset means both. These two functions are the format's one definition.
+// Which optional CUPTI records the injection enables (`stalldx record --no-cuda-driver / --no-cuda-sync /
+// --cuda-every-call`): a comma list of "driver" (driver API calls), "sync" (synchronization activity) and
+// "every-call" (state queries too: cudaGetLastError, cudaFuncGetAttributes, ...), "none" for none of them;
+// unset means driver and sync. These two functions are the format's one definition.
 inline constexpr const char* kRecordCudaEnv = "STALLDX_RECORD_CUDA";
 struct OptionalCudaRecords {
-  bool driver = true, sync = true;
+  bool driver = true, sync = true, every_call = false;
+  bool operator==(const OptionalCudaRecords&) const = default;
 };
 inline std::string cuda_records_env(OptionalCudaRecords r) {
-  if (r.driver && r.sync) return "driver,sync";
-  return r.driver ? "driver" : r.sync ? "sync" : "none";
+  std::string s;
+  for (auto [on, word] : {std::pair{r.driver, "driver"}, std::pair{r.sync, "sync"}, std::pair{r.every_call, "every-call"}})
+    if (on) s += s.empty() ? word : std::string(",") + word;
+  return s.empty() ? "none" : s;
 }
 inline OptionalCudaRecords cuda_records_from_env(const char* value) {
   if (value == nullptr) return {};
   const std::string_view v(value);
-  return {v.find("driver") != std::string_view::npos, v.find("sync") != std::string_view::npos};
+  auto has = [&](std::string_view w) { return v.find(w) != std::string_view::npos; };
+  return {has("driver"), has("sync"), has("every-call")};
 }
 
 struct PartHeader {
