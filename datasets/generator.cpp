@@ -118,7 +118,8 @@ Status generate_dataset(const GeneratorOptions& o, GeneratorReport& report) {
     e.label = static_cast<int>(i / o.images_per_class);
     e.rel = fmt::format("class_{:03}/img_{:06}.jpg", e.label, i);
     e.kind = planted_kind(i, o.bad_fraction);
-    const ImageSpec spec = pick_spec(o.seed, i);
+    ImageSpec spec = pick_spec(o.seed, i);
+    spec.detail = o.detail;
     if (o.stop != nullptr && o.stop->stopped()) {
       stopped.store(true, std::memory_order_relaxed);
       finished.fetch_add(1, std::memory_order_release);

@@ -75,7 +75,7 @@ std::vector<std::uint8_t> synthesize_rgb(const ImageSpec& spec, std::uint64_t se
                      6.f + 18.f * u01(rng)});
   }
   const float base[3] = {90 + 100 * u01(rng), 80 + 90 * u01(rng), 60 + 80 * u01(rng)};
-  std::normal_distribution<float> noise(0.f, 2.2f);
+  std::normal_distribution<float> noise(0.f, 2.2f * spec.detail);
 
   std::vector<std::uint8_t> rgb(static_cast<std::size_t>(w) * h * 3);
   for (int y = 0; y < h; ++y) {
@@ -89,7 +89,7 @@ std::vector<std::uint8_t> synthesize_rgb(const ImageSpec& spec, std::uint64_t se
         const float d = std::sqrt(px * px + py * py);
         if (d >= 1.02f) continue;
         const float alpha = std::clamp((1.02f - d) / 0.04f, 0.f, 1.f);  // edge a few px wide
-        const float t = b.texture * (tex8.at(x / 8.f, y / 8.f) + 0.6f * tex4.at(x / 4.f, y / 4.f));
+        const float t = spec.detail * b.texture * (tex8.at(x / 8.f, y / 8.f) + 0.6f * tex4.at(x / 4.f, y / 4.f));
         const float obj[3] = {b.r + t + 0.4f * shade, b.g + t * 0.9f + 0.4f * shade, b.b + t * 0.7f + 0.4f * shade};
         for (int k = 0; k < 3; ++k) c[k] += alpha * (obj[k] - c[k]);
       }

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <vector>
 
 namespace stalldx::pipeline {
 
@@ -57,70 +56,6 @@ int choose_dct_denominator(const CropBox& box, int target, bool enabled) {
   for (int d : {8, 4, 2})
     if (box.w >= d * target && box.h >= d * target) return d;
   return 1;
-}
-
-namespace {
-struct Tap {
-  int i0, i1;
-  float w1;  // weight of i1; i0 gets 1 - w1
-};
-// Output pixel o of n covers source [start + o*step, ...]; centre-aligned like torchvision (align_corners=False).
-void make_taps(std::vector<Tap>& taps, int n, double start, double extent, int lo, int hi) {
-  taps.resize(static_cast<std::size_t>(n));
-  const double step = extent / n;
-  for (int o = 0; o < n; ++o) {
-    double s = start + (o + 0.5) * step - 0.5;
-    s = std::clamp(s, static_cast<double>(lo), static_cast<double>(hi));
-    const int i0 = static_cast<int>(std::floor(s));
-    const int i1 = std::min(i0 + 1, hi);
-    taps[static_cast<std::size_t>(o)] = {i0, i1, static_cast<float>(s - i0)};
-  }
-}
-constexpr float kMean[3] = {0.485f, 0.456f, 0.406f};
-constexpr float kStd[3] = {0.229f, 0.224f, 0.225f};
-}  // namespace
-
-void resample_into(const DecodedRegion& r, const CropBox& box, int size, OutputFormat format, void* dst) {
-  thread_local std::vector<Tap> xt, yt;
-  const double d = r.denom;
-  // Box in the region's own coordinates.
-  make_taps(xt, size, box.x / d - r.origin_x, box.w / d, 0, r.width - 1);
-  make_taps(yt, size, box.y / d - r.origin_y, box.h / d, 0, r.height - 1);
-  if (box.flip) std::reverse(xt.begin(), xt.end());
-  const std::size_t plane = static_cast<std::size_t>(size) * size;
-  float scale[3], bias[3];
-  for (int c = 0; c < 3; ++c) { scale[c] = 1.f / (255.f * kStd[c]); bias[c] = -kMean[c] / kStd[c]; }
-  for (int oy = 0; oy < size; ++oy) {
-    const Tap& ty = yt[static_cast<std::size_t>(oy)];
-    const std::uint8_t* r0 = r.rgb + static_cast<std::size_t>(ty.i0) * r.stride;
-    const std::uint8_t* r1 = r.rgb + static_cast<std::size_t>(ty.i1) * r.stride;
-    const float wy1 = ty.w1, wy0 = 1.f - ty.w1;
-    if (format == OutputFormat::float32_nchw) {
-      float* out = static_cast<float*>(dst) + static_cast<std::size_t>(oy) * size;
-      for (int ox = 0; ox < size; ++ox) {
-        const Tap& tx = xt[static_cast<std::size_t>(ox)];
-        const float wx1 = tx.w1, wx0 = 1.f - tx.w1;
-        const std::uint8_t* a = r0 + tx.i0 * 3; const std::uint8_t* b = r0 + tx.i1 * 3;
-        const std::uint8_t* c = r1 + tx.i0 * 3; const std::uint8_t* e = r1 + tx.i1 * 3;
-        for (int k = 0; k < 3; ++k) {
-          const float v = wy0 * (wx0 * a[k] + wx1 * b[k]) + wy1 * (wx0 * c[k] + wx1 * e[k]);
-          out[k * plane + ox] = v * scale[k] + bias[k];
-        }
-      }
-    } else {
-      std::uint8_t* out = static_cast<std::uint8_t*>(dst) + static_cast<std::size_t>(oy) * size * 3;
-      for (int ox = 0; ox < size; ++ox) {
-        const Tap& tx = xt[static_cast<std::size_t>(ox)];
-        const float wx1 = tx.w1, wx0 = 1.f - tx.w1;
-        const std::uint8_t* a = r0 + tx.i0 * 3; const std::uint8_t* b = r0 + tx.i1 * 3;
-        const std::uint8_t* c = r1 + tx.i0 * 3; const std::uint8_t* e = r1 + tx.i1 * 3;
-        for (int k = 0; k < 3; ++k) {
-          const float v = wy0 * (wx0 * a[k] + wx1 * b[k]) + wy1 * (wx0 * c[k] + wx1 * e[k]);
-          out[ox * 3 + k] = static_cast<std::uint8_t>(v + 0.5f);
-        }
-      }
-    }
-  }
 }
 
 }  // namespace stalldx::pipeline

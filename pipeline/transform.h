@@ -34,8 +34,11 @@ struct DecodedRegion {
   int denom = 1;
 };
 
-// Bilinearly resamples `box` (full-resolution coords) from `region` into a size×size output at `dst`:
-// float32 NCHW normalized with ImageNet mean/std, or uint8 NHWC. Flips when box.flip.
+// Resamples `box` (full-resolution coords) from `region` into a size×size output at `dst`: float32 NCHW
+// normalized with ImageNet mean/std, or uint8 NHWC; flips when box.flip. The filter is bilinear (a
+// triangle), widened by the scale factor when the box is larger than the output — antialiased as
+// torchvision's Resize(antialias=True) and PIL are, so a downscale does not alias. resample.cpp; no
+// allocation after a thread's first calls (its buffers are thread-local and grow only).
 void resample_into(const DecodedRegion& region, const CropBox& box, int size, OutputFormat format, void* dst);
 
 }  // namespace stalldx::pipeline

@@ -7,7 +7,9 @@
 #   gpu-h200.sh sweep     the seed workload's worker x prefetch sweep, pipeline_bench
 #   gpu-h200.sh examples  example 2 (PyTorch ResNet-50) under record for each induced case
 #   gpu-h200.sh kineto    torch.profiler traces of induced cases (for tests/data/kineto)
+#   gpu-h200.sh perf      pipeline_bench on a ≥ 40 KB set (12,288 files, --detail 1.5) and the seed workload's knee
 #   gpu-h200.sh overhead  record's cost on example 2: native / record / lighter record options, alternating
+#   gpu-h200.sh counts    example 2's CUDA calls by name (every call recorded)
 set -uo pipefail
 OUT=${OUT:-./gpu-out}; mkdir -p "$OUT"
 source .gpu/env.sh
@@ -43,6 +45,12 @@ sweep)
   cp /tmp/sweep/sweep.json /tmp/sweep/sweep.html "$OUT/" 2>/dev/null
   pipeline_bench --max-workers 16 --steps 30 > "$OUT/pipeline_bench.txt" 2>&1
   ;;
+perf)
+  stalldx dataset /tmp/food49 --per-class 122 --detail 1.5 > "$OUT/dataset.txt" 2>&1
+  pipeline_bench --data /tmp/food49 --max-workers 16 --steps 30 > "$OUT/pipeline_bench.txt" 2>&1
+  stalldx sweep --batch 128 --output float32 --device-ms 30 --warmup 3 --steps 10 --workers 4,6,8,10,12,16 --prefetch 2 \
+    --repeat 3 --out /tmp/sweep-seed > "$OUT/seed-knee.txt" 2>&1
+  ;;
 examples)
   for c in "decoding|--workers 1" "submission|--per-sample-copies" "device-bound-448|--workers 12 --image-size 448 --steps 16" \
            "retrieval-w0|--workers 0 --read-delay-ms 20 --steps 12" "retrieval-w8|--workers 8 --read-delay-ms 40 --steps 40"; do
@@ -64,12 +72,13 @@ kineto)
 overhead)
   rate() { "$@" 2>&1 | grep -oE "[0-9]+ img/s" | head -1 | grep -oE "[0-9]+"; }
   ex="$py --workers 12 --steps 30"
-  for i in 1 2 3 4 5; do
+  for i in 1 2 3 4 5 6; do
     echo "round $i native $(rate $ex) record $(rate stalldx record --trace /tmp/ov.json -- $ex)" \
-         "every-call $(rate stalldx record --cuda-every-call --trace /tmp/ov-every.json -- $ex)" \
          "no-driver-no-sync $(rate stalldx record --no-cuda-driver --no-cuda-sync --trace /tmp/ov.json -- $ex)"
   done > "$OUT/overhead.txt" 2>&1
-  # Which CUDA calls a step makes, by name, with every call recorded (the records the default leaves out).
+  ;;
+counts)  # which CUDA calls example 2 makes, by name, with every call recorded (what the default leaves out)
+  stalldx record --cuda-every-call --trace /tmp/ov-every.json -- $py --workers 12 --steps 30 > /dev/null 2>&1
   python3 -c "
 import json, sys, collections
 c = collections.Counter(); d = collections.Counter()

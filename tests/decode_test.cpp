@@ -133,5 +133,19 @@ TEST(Decode, GeneratedImagesLookLikeFood101) {
   EXPECT_LT(kb, 70.0);
 }
 
+TEST(Decode, DetailMakesFilesAsLargeAsFood101s) {
+  // `stalldx dataset --detail 1.5`: the same images with more fine texture, ≥ 40 KB on average (Food-101's
+  // own mean is about 50 KB), larger than the default detail's.
+  std::uint64_t plain = 0, detailed = 0;
+  for (int i = 0; i < 12; ++i) {
+    auto spec = datasets::pick_spec(2026, i);
+    plain += encode(datasets::synthesize_rgb(spec, 2026, i), spec.width, spec.height, spec.quality).size();
+    spec.detail = 1.5f;
+    detailed += encode(datasets::synthesize_rgb(spec, 2026, i), spec.width, spec.height, spec.quality).size();
+  }
+  EXPECT_GT(detailed, plain * 1.2);
+  EXPECT_GE(detailed / 12.0 / 1024.0, 40.0);
+}
+
 }  // namespace
 }  // namespace stalldx::pipeline

@@ -1,7 +1,9 @@
 // Index, sampler and transform geometry, and an end-to-end CPU run.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <random>
 #include <set>
 
 #include "dataset_index.h"
@@ -106,6 +108,79 @@ TEST(Transform, FlipMirrorsTheOutput) {
   resample_into(r, {0, 0, 64, 32, true}, 16, OutputFormat::uint8_nhwc, b.data());
   for (int x = 0; x < 16; ++x) EXPECT_EQ(a[x * 3], b[(15 - x) * 3]);
   EXPECT_LT(a[0], a[15 * 3]);
+}
+
+// The resampler against the filter's definition, computed the slow way: output pixel o of an axis is
+// the centre start + (o + ½)·scale; every source pixel j weighs max(0, 1 − |j + ½ − centre| / max(scale, 1)),
+// normalized over the region — antialiased bilinear, as torchvision's Resize(antialias=True) and PIL.
+std::vector<double> reference_weights(int in, double start, double scale, int o) {
+  const double centre = start + (o + 0.5) * scale, f = std::max(scale, 1.0);
+  std::vector<double> w(static_cast<std::size_t>(in));
+  double sum = 0;
+  for (int j = 0; j < in; ++j) sum += w[static_cast<std::size_t>(j)] = std::max(0.0, 1.0 - std::abs((j + 0.5 - centre) / f));
+  for (double& v : w) v /= sum;
+  return w;
+}
+
+TEST(Transform, ResampleMatchesTheAntialiasedFilterDefinition) {
+  std::mt19937 g(7);
+  const int W = 97, H = 61;
+  std::vector<std::uint8_t> rgb(W * H * 3);
+  for (auto& v : rgb) v = static_cast<std::uint8_t>(g());
+  // A region decoded at 1/2 scale whose pixel (0,0) is source (2·5, 2·3); boxes that downscale by
+  // 1.3× and 3.4× (wider filter), upscale, and flip.
+  const DecodedRegion r{rgb.data(), W, H, W * 3, 5, 3, 2};
+  for (const CropBox box : {CropBox{11, 7, 130, 100, false}, CropBox{10, 6, 190, 115, true}, CropBox{40, 30, 20, 24, false}}) {
+    const int size = 56;
+    std::vector<float> out(3 * size * size);
+    resample_into(r, box, size, OutputFormat::float32_nchw, out.data());
+    const double sx = box.w / 2.0 / size, sy = box.h / 2.0 / size;
+    double worst = 0;
+    for (int oy = 0; oy < size; oy += 5)
+      for (int ox = 0; ox < size; ox += 3) {
+        const auto wy = reference_weights(H, box.y / 2.0 - 3, sy, oy);
+        const auto wx = reference_weights(W, box.x / 2.0 - 5, sx, box.flip ? size - 1 - ox : ox);
+        for (int c = 0; c < 3; ++c) {
+          double v = 0;
+          for (int y = 0; y < H; ++y)
+            for (int x = 0; x < W; ++x) v += wy[static_cast<std::size_t>(y)] * wx[static_cast<std::size_t>(x)] * rgb[static_cast<std::size_t>((y * W + x) * 3 + c)];
+          const double mean[3] = {0.485, 0.456, 0.406}, sd[3] = {0.229, 0.224, 0.225};
+          const double expect = (v / 255.0 - mean[c]) / sd[c];
+          worst = std::max(worst, std::abs(expect - out[static_cast<std::size_t>(c * size * size + oy * size + ox)]));
+        }
+      }
+    EXPECT_LT(worst, 1e-4) << "box " << box.x << "," << box.y << " " << box.w << "x" << box.h;
+  }
+}
+
+TEST(Transform, DownscalingStripesGivesGreyNotAliases) {
+  // One-pixel black/white columns, shrunk 3×: plain bilinear sampling lands on single columns and keeps
+  // the stripes at full contrast (0 / 255); the widened triangle covers six columns, leaving 113 / 142.
+  const int W = 672, H = 8;
+  std::vector<std::uint8_t> rgb(W * H * 3);
+  for (int y = 0; y < H; ++y)
+    for (int x = 0; x < W; ++x)
+      for (int c = 0; c < 3; ++c) rgb[static_cast<std::size_t>((y * W + x) * 3 + c)] = x % 2 ? 255 : 0;
+  const DecodedRegion r{rgb.data(), W, H, W * 3, 0, 0, 1};
+  std::vector<std::uint8_t> out(224 * 224 * 3);
+  resample_into(r, {0, 0, W, H, false}, 224, OutputFormat::uint8_nhwc, out.data());
+  // Away from the edges (where the window is clipped) every pixel is mid-grey.
+  for (int x = 2; x < 222; ++x) EXPECT_NEAR(out[static_cast<std::size_t>((100 * 224 + x) * 3)], 128, 16) << x;
+}
+
+TEST(Transform, AConstantImageStaysConstantAtAnyScale) {
+  std::vector<std::uint8_t> rgb(300 * 200 * 3);
+  for (std::size_t i = 0; i < rgb.size(); ++i) rgb[i] = static_cast<std::uint8_t>(i % 3 == 0 ? 200 : i % 3 == 1 ? 17 : 99);
+  const DecodedRegion r{rgb.data(), 300, 200, 300 * 3, 0, 0, 1};
+  for (const CropBox box : {CropBox{0, 0, 300, 200, false}, CropBox{13, 9, 31, 17, true}, CropBox{100, 50, 180, 149, false}}) {
+    std::vector<std::uint8_t> out(64 * 64 * 3);
+    resample_into(r, box, 64, OutputFormat::uint8_nhwc, out.data());
+    for (std::size_t i = 0; i < out.size(); i += 3) {
+      ASSERT_EQ(out[i], 200);
+      ASSERT_EQ(out[i + 1], 17);
+      ASSERT_EQ(out[i + 2], 99);
+    }
+  }
 }
 
 RunConfig small_run() {

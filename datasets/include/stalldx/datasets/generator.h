@@ -15,6 +15,7 @@ struct GeneratorOptions {
   int classes = 101;
   int images_per_class = 10;
   std::uint64_t seed = 1;
+  float detail = 1.f;               // ImageSpec::detail of every image (fine texture and grain: file size)
   double bad_fraction = 0.0;        // planted bad files: truncated, zero-byte, garbage, non-JPEG (cycled)
   int threads = 0;                  // 0 = all cores
   bool resume = false;              // finish an interrupted generation: keep the images already written
