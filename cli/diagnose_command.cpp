@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "run_options.h"
 #include "stalldx/diagnose/diagnosis.h"
+#include "stalldx/diagnose/ranks.h"
 #include "stalldx/diagnose/whatif.h"
 #include "stalldx/output_file.h"
 #include "stalldx/record/kineto.h"
@@ -14,7 +15,8 @@ namespace stalldx::cli {
 
 namespace {
 struct DiagnoseArgs {
-  std::string trace, svg, html;
+  std::vector<std::string> traces;
+  std::string svg, html;
   bool json = false, no_summaries = false;
   std::vector<int> what_if;
   diagnose::Thresholds th;
@@ -32,10 +34,37 @@ void add_threshold_options(CLI::App& sub, diagnose::Thresholds& th) {
       ->capture_default_str()->check(CLI::Range(-1, 100000));
 }
 
+namespace {
+// Several traces: the ranks of one MPI job, read one at a time and reduced (memory: the largest rank).
+int diagnose_ranks(const std::vector<std::string>& files, const diagnose::Thresholds& th, bool json) {
+  std::vector<diagnose::RankSteps> ranks;
+  bool standin = false;
+  std::string lines;
+  for (const std::string& f : files) {
+    Trace t;
+    record::KinetoReport kineto;
+    bool was_kineto = false;
+    fmt::print(stderr, "stalldx diagnose: reading {}\n", f);
+    if (Status st = record::read_any_trace(f, record::RoleMap::defaults(), t, kineto, was_kineto); !st.is_ok()) return fail_input("diagnose", st);
+    diagnose::RankSteps r;
+    if (Status st = diagnose::rank_steps(t, f, th, r); !st.is_ok()) return fail_input("diagnose", st);
+    standin = standin || r.standin;
+    lines += diagnose::rank_steps_line(r);
+    ranks.push_back(std::move(r));
+  }
+  diagnose::CrossRankReport rep;
+  if (Status st = diagnose::cross_rank(std::move(ranks), {}, rep); !st.is_ok()) return fail_input("diagnose", st);
+  exit_on_signal(false);
+  const std::string out = json ? diagnose::cross_rank_json(rep, standin) + "\n" : lines + diagnose::cross_rank_text(rep, standin);
+  return print_checked("diagnose", out) ? 0 : 1;
+}
+}  // namespace
+
 Action add_diagnose_command(CLI::App& app) {
   auto a = std::make_shared<DiagnoseArgs>();
   CLI::App* sub = app.add_subcommand("diagnose", "give every step of a stalldx trace a verdict, with evidence");
-  sub->add_option("trace", a->trace, "trace file written by stalldx run --trace")->required();
+  sub->add_option("traces", a->traces, "trace file (stalldx run --trace, stalldx record, torch.profiler); several: one per rank of an "
+                                       "MPI job (out.rank*.json), diagnosed across ranks")->required();
   sub->add_flag("--json", a->json, "print the report as JSON");
   sub->add_option("--svg", a->svg, "write a per-step busy + stall chart as SVG");
   sub->add_option("--html", a->html, "write the report as one self-contained HTML page");
@@ -49,12 +78,14 @@ Action add_diagnose_command(CLI::App& app) {
       OutputCheck check{path == &a->svg ? "SVG" : "HTML report"};
       if (Status st = check_output_path(*path, check); !st.is_ok()) return fail_input("diagnose", st);
     }
-    Trace t;
     exit_on_signal(true);  // reading and diagnosing write nothing: Ctrl-C ends them at once
-    fmt::print(stderr, "stalldx diagnose: reading {}\n", a->trace);
+    if (a->traces.size() > 1) return diagnose_ranks(a->traces, a->th, a->json);
+    const std::string& trace = a->traces.front();
+    Trace t;
+    fmt::print(stderr, "stalldx diagnose: reading {}\n", trace);
     record::KinetoReport kineto;
     bool was_kineto = false;
-    if (Status st = record::read_any_trace(a->trace, record::RoleMap::defaults(), t, kineto, was_kineto); !st.is_ok())
+    if (Status st = record::read_any_trace(trace, record::RoleMap::defaults(), t, kineto, was_kineto); !st.is_ok())
       return fail_input("diagnose", st);
     if (was_kineto) {
       fmt::print(stderr, "stalldx diagnose: torch.profiler trace: {} events → {} host ranges, {} CUDA calls, {} device records; {} CPU ops "
@@ -73,7 +104,7 @@ Action add_diagnose_command(CLI::App& app) {
     if (!a->svg.empty())
       if (Status st = write_file_atomic(a->svg, diagnose::report_svg(rep)); !st.is_ok()) return fail("diagnose", st);
     if (!a->html.empty())
-      if (Status st = write_file_atomic(a->html, diagnose::report_html(rep, a->trace)); !st.is_ok()) return fail("diagnose", st);
+      if (Status st = write_file_atomic(a->html, diagnose::report_html(rep, trace)); !st.is_ok()) return fail("diagnose", st);
     return 0;
   };
 }

@@ -8,6 +8,7 @@
 #include "stalldx/diagnose/diagnosis.h"
 #include "stalldx/output_file.h"
 #include "stalldx/pipeline/runner.h"
+#include "stalldx/ranks/world.h"
 #include "stalldx/tasks/run_report.h"
 #include "stalldx/trace_io.h"
 
@@ -29,12 +30,23 @@ Action add_run_command(CLI::App& app) {
   sub->add_option("--html", a->html, "also write the diagnosis as one self-contained HTML page (profiled runs)");
   return [a] {
     RunConfig& c = a->config;
+    // An MPI job: every rank runs this; each becomes its own rank's config (shard, overrides, trace).
+    ranks::World world;
+    if (Status st = ranks::join(world); !st.is_ok()) return fail("run", st);
+    const struct Leave {
+      ranks::World& w;
+      ~Leave() { ranks::leave(w); }
+    } leave{world};
+    if (Status st = ranks::configure_rank(world, c); !st.is_ok()) return fail("run", st);
     if (Status st = pipeline::validate(c); !st.is_ok()) return fail("run", st);
     if (!c.trace.empty() && !c.profile)
       return fail("run", Status::invalid(fmt::format("--trace '{}' with --no-profile: nothing would be recorded; drop one of them", c.trace)));
-    if (c.data.empty())
-      if (Status st = datasets::ensure_default_dataset(c.data, true, &stop_flag()); !st.is_ok())
-        return fail("run", Status::io(fmt::format("cannot make the default dataset: {}", st.message())));
+    if (c.data.empty()) {  // made once, by rank 0 (the others wait for it)
+      Status st = c.rank == 0 ? datasets::ensure_default_dataset(c.data, true, &stop_flag()) : Status::ok();
+      if (Status b = ranks::barrier(world); st.is_ok() && !b.is_ok()) st = b;
+      if (st.is_ok() && c.rank != 0) st = datasets::ensure_default_dataset(c.data, false, &stop_flag());
+      if (!st.is_ok()) return fail("run", Status::io(fmt::format("cannot make the default dataset: {}", st.message())));
+    }
     OutputCheck trace_check{"trace", c.data};
     if (!c.trace.empty())
       if (Status st = check_output_path(c.trace, trace_check); !st.is_ok()) return fail_input("run", st);
@@ -43,21 +55,34 @@ Action add_run_command(CLI::App& app) {
       OutputCheck html_check{"HTML report", c.data};
       if (Status st = check_output_path(a->html, html_check); !st.is_ok()) return fail_input("run", st);
     }
+    const auto collective = c.world_size > 1 && c.allreduce_mb > 0 ? ranks::make_host_all_reduce(world, c.allreduce_mb) : nullptr;
+    const std::string who = c.world_size > 1 ? fmt::format(" (rank {} of {})", c.rank, c.world_size) : "";
     pipeline::RunResult r;
     // Progress on stderr: where the run is (also what the signal tests wait for before interrupting).
-    Status st = pipeline::run_pipeline(c, r, &stop_flag().requested, [&c, &r](pipeline::RunPhase phase) {
+    Status st = pipeline::run_pipeline(c, r, &stop_flag().requested, [&c, &r, &who](pipeline::RunPhase phase) {
       if (phase == pipeline::RunPhase::started) {
         for (const std::string& n : r.device.notes) fmt::print(stderr, "stalldx run: note: {}\n", n);
-        fmt::print(stderr, "stalldx run: started ({} warm-up + {} steps)\n", c.warmup, c.steps);
+        fmt::print(stderr, "stalldx run{}: started ({} warm-up + {} steps)\n", who, c.warmup, c.steps);
       } else {
-        fmt::print(stderr, "stalldx run: warm-up done, measuring {} steps\n", c.steps);
+        fmt::print(stderr, "stalldx run{}: warm-up done, measuring {} steps\n", who, c.steps);
       }
-    });
+    }, collective.get());
+    if (r.has_trace && world.mpi) ranks::describe(world, r.trace.meta.config);
     if (!r.device_notice.empty()) fmt::print(stderr, "stalldx: {}\n", r.device_notice);
     int rc = 0;
     if (!st.is_ok()) {
       rc = fail("run", st);
       if (r.steps_completed == 0) return rc;
+    }
+    // Ranks: one line each (rank 0's full report follows); traces diagnose together with
+    // `stalldx diagnose out.rank*.json`.
+    if (c.world_size > 1) {
+      if (!print_checked("run", tasks::rank_line(r))) rc = 1;
+      if (c.rank != 0) {
+        if (r.has_trace && !c.trace.empty())
+          if (Status ws = write_trace_file(r.trace, c.trace); !ws.is_ok()) return fail("run", ws);
+        return r.interrupted ? stop_flag().exit_code() : rc;
+      }
     }
     // Profiled: the diagnosis of this very run follows the measurements.
     std::string out;

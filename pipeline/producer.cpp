@@ -65,7 +65,7 @@ struct Producer::Impl {
       : config(c), index(i), pool(p), bad(b), owner(o),
         storage(StorageKnobs{c.read_latency_ms, c.read_bandwidth_mbps, c.cold_cache}, &stopping),
         loader(c, i, storage, b),
-        sampler(static_cast<std::uint32_t>(i.samples.size()), c.seed, c.transform == TransformKind::train),
+        sampler(static_cast<std::uint32_t>(i.samples.size()), c.seed, c.transform == TransformKind::train, c.rank, c.world_size),
         threads(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(c.workers) + 1),
         arena(c.workers, 0), remaining_by_slot(static_cast<std::size_t>(p.size())),
         order(static_cast<std::size_t>(p.size()) * static_cast<std::size_t>(c.batch)) {}

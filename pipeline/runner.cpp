@@ -72,7 +72,8 @@ void fill_stats(RunResult& r) {
 
 }  // namespace
 
-Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<bool>* stop, const PhaseCallback& on_phase) {
+Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<bool>* stop, const PhaseCallback& on_phase,
+                    StepCollective* collective) {
   r = RunResult{};
   RunConfig c = config_in;
   if (Status st = validate(c); !st.is_ok()) return st;
@@ -133,18 +134,44 @@ Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<
   std::int64_t prev_end = now_ns();
   std::int64_t steady_begin = prev_end;
   Status failure;
+  // The collective's spans (begin, end) per step, for the stand-in's device records; reserved: no
+  // allocation in the loop.
+  std::vector<std::pair<std::int64_t, std::int64_t>> collective_spans;
+  if (collective != nullptr) collective_spans.reserve(static_cast<std::size_t>(total));
+  // With ranks, leaving is agreed at the end of a step: a rank never breaks out alone.
+  bool leaving = false;
+  const auto rank_step_end = [&](std::int64_t s) {
+    if (collective == nullptr) return leaving;
+    bool any = false;
+    const std::int64_t b = now_ns();
+    {
+      STALLDX_RANGE(collective, "all_reduce", RangeIds{s, s, -1});
+      if (Status st = collective->after_step(s, leaving, any); !st.is_ok() && failure.is_ok()) {
+        failure = st;
+        any = true;
+      }
+    }
+    if (!any) collective_spans.emplace_back(b, now_ns());
+    return leaving || any;
+  };
   for (int s = 0; s < total; ++s) {
-    if (stop && stop->load()) { r.interrupted = true; break; }
+    if (stop && stop->load()) {
+      r.interrupted = true;
+      leaving = true;
+      if (collective != nullptr) rank_step_end(s);
+      break;
+    }
     if (s == 0 && on_phase) on_phase(RunPhase::started);
     if (s == c.warmup) {
       // Steady state starts once the warm-up steps have finished on the device too; otherwise queued
       // warm-up work would be counted against steady-state images.
-      if (Status st = stage->drain(); !st.is_ok()) { failure = st; break; }
+      if (Status st = stage->drain(); !st.is_ok()) { failure = st; leaving = true; rank_step_end(s); break; }
       if (on_phase) on_phase(RunPhase::steady);
       prev_end = now_ns();
       steady_begin = prev_end;
     }
     double wait_ms = 0;
+    bool consumed = false, any_leaving = false;
     {
       StepMark mark(s, s);
       BatchSlot* slot = nullptr;
@@ -156,19 +183,22 @@ Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<
       }
       if (slot == nullptr && stop && stop->load()) {
         r.interrupted = true;
-        break;
-      }
-      if (slot == nullptr || producer.failed()) {
+        leaving = true;
+      } else if (slot == nullptr || producer.failed()) {
         r.failed_bad_sample = producer.failed();
-        break;
+        leaving = true;
+      } else {
+        r.bad_images_consumed += static_cast<std::uint64_t>(slot->not_own.load(std::memory_order_relaxed));  // mark_ready published it
+        const std::uint64_t sum = c.verify ? host_checksum(slot->data, slot->bytes) : 0;
+        if (c.verify) r.batch_checksums.push_back(sum);
+        std::function<void()> fence;
+        failure = stage->submit_step(s, *slot, sum, fence);
+        pool->release(slot, std::move(fence));
+        if (!failure.is_ok()) leaving = true;
+        consumed = failure.is_ok();
       }
-      r.bad_images_consumed += static_cast<std::uint64_t>(slot->not_own.load(std::memory_order_relaxed));  // mark_ready published it
-      const std::uint64_t sum = c.verify ? host_checksum(slot->data, slot->bytes) : 0;
-      if (c.verify) r.batch_checksums.push_back(sum);
-      std::function<void()> fence;
-      failure = stage->submit_step(s, *slot, sum, fence);
-      pool->release(slot, std::move(fence));
-      if (!failure.is_ok()) break;
+      any_leaving = rank_step_end(s);
+      if (!consumed) break;
     }
     const std::int64_t end = now_ns();
     const double ms = (end - prev_end) / 1e6;
@@ -176,6 +206,10 @@ Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<
     r.steps_completed = s + 1;
     if (s < c.warmup) r.warmup_step_ms.push_back(ms);
     else { r.step_ms.push_back(ms); r.wait_ms.push_back(wait_ms); }
+    if (any_leaving) {
+      if (!leaving) r.interrupted = true;  // another rank left: this one stops with it
+      break;
+    }
   }
   Status fin = stage->finish();
   const std::int64_t steady_end = now_ns();
@@ -197,6 +231,22 @@ Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<
     session.stop();
     Trace& t = session.mutable_trace();
     stage->append_records(t);
+    // The stand-in plays the device: its all-reduce is device work too (NCCL's kernels would be).
+    if (collective != nullptr && r.device.standin) {
+      const NameId name = t.intern(collective->describe());
+      for (std::size_t i = 0; i < collective_spans.size(); ++i) {
+        DeviceActivity a;
+        a.begin_ns = collective_spans[i].first;
+        a.end_ns = collective_spans[i].second;
+        a.device = -1;
+        a.stream = 1;  // its own lane beside the stand-in's step
+        a.kind = ActivityKind::standin;
+        a.name = name;
+        a.bytes = collective->bytes();
+        a.step = static_cast<std::int64_t>(i);
+        t.activities.push_back(a);
+      }
+    }
     t.meta.device = r.device.description;
     t.meta.config["standin"] = r.device.standin ? "true" : "false";
     r.trace = std::move(t);

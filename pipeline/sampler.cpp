@@ -1,5 +1,6 @@
 #include "sampler.h"
 
+#include <algorithm>
 #include <numeric>
 #include <random>
 
@@ -12,7 +13,10 @@ std::uint64_t mix64(std::uint64_t a, std::uint64_t b) noexcept {
   return z ^ (z >> 31);
 }
 
-ShuffleSampler::ShuffleSampler(std::uint32_t n, std::uint64_t seed, bool shuffle) : n_(n), seed_(seed), shuffle_(shuffle) {}
+ShuffleSampler::ShuffleSampler(std::uint32_t n, std::uint64_t seed, bool shuffle, int rank, int world)
+    : n_(n), rank_(rank), world_(std::max(world, 1)),
+      shard_(static_cast<std::uint32_t>((static_cast<std::uint64_t>(n) + static_cast<std::uint64_t>(world_) - 1) / static_cast<std::uint64_t>(world_))),
+      seed_(seed), shuffle_(shuffle) {}
 
 const std::vector<std::uint32_t>& ShuffleSampler::permutation(std::uint64_t epoch) {
   if (epoch != epoch_) {
@@ -33,7 +37,10 @@ const std::vector<std::uint32_t>& ShuffleSampler::permutation(std::uint64_t epoc
 std::uint64_t ShuffleSampler::next_batch(int batch, std::vector<std::uint32_t>& out) {
   const std::uint64_t first = position_;
   out.resize(static_cast<std::size_t>(batch));
-  for (int i = 0; i < batch; ++i, ++position_) out[static_cast<std::size_t>(i)] = permutation(position_ / n_)[position_ % n_];
+  for (int i = 0; i < batch; ++i, ++position_) {
+    const std::uint64_t at = static_cast<std::uint64_t>(rank_) + (position_ % shard_) * static_cast<std::uint64_t>(world_);
+    out[static_cast<std::size_t>(i)] = permutation(position_ / shard_)[at % n_];  // at >= n_: the padding, from the start
+  }
   return first;
 }
 

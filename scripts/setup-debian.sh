@@ -6,6 +6,6 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
   cmake ninja-build g++ clang libclang-rt-dev pkg-config \
-  libtbb-dev libturbojpeg0-dev libjpeg62-turbo-dev libcli11-dev libfmt-dev nlohmann-json3-dev zlib1g-dev libtomlplusplus-dev libsimdjson-dev libhwy-dev chromium \
+  libtbb-dev libturbojpeg0-dev libjpeg62-turbo-dev libcli11-dev libfmt-dev nlohmann-json3-dev zlib1g-dev libtomlplusplus-dev libsimdjson-dev libhwy-dev libopenmpi-dev openmpi-bin chromium \
   libgtest-dev libgmock-dev libbenchmark-dev >/dev/null
 echo "stalldx: Debian packages installed"

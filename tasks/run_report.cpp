@@ -8,6 +8,12 @@ namespace stalldx::tasks {
 
 using pipeline::RunResult;
 
+std::string rank_line(const pipeline::RunResult& r) {
+  const RunConfig& c = r.config;
+  return fmt::format("rank {} of {}: {} | {:.0f} img/s over {} steady steps{}{}\n", c.rank, c.world_size, summary_line(c), r.images_per_second,
+                     r.step_ms.size(), c.trace.empty() ? "" : " | trace " + c.trace, r.interrupted ? " | interrupted" : "");
+}
+
 std::string run_report_text(const RunResult& r) {
   const RunConfig& c = r.config;
   std::string out;

@@ -57,6 +57,28 @@ TEST(Sampler, DeterministicPermutationPerEpoch) {
   EXPECT_EQ(std::set<std::uint32_t>(e0.begin(), e0.end()).size(), 1000u);  // a permutation
 }
 
+TEST(Sampler, RanksDrawDisjointShardsThatCoverEverySampleOncePerEpoch) {
+  // DistributedSampler semantics: 10 samples over 3 ranks = 4 each (12: two padded from the start).
+  const int world = 3;
+  std::vector<std::vector<std::uint32_t>> epoch0(world), epoch1(world);
+  for (int r = 0; r < world; ++r) {
+    ShuffleSampler s(10, 42, true, r, world);
+    ASSERT_EQ(s.shard_size(), 4u);
+    s.next_batch(4, epoch0[static_cast<std::size_t>(r)]);
+    s.next_batch(4, epoch1[static_cast<std::size_t>(r)]);
+  }
+  std::multiset<std::uint32_t> all;
+  for (const auto& e : epoch0) all.insert(e.begin(), e.end());
+  EXPECT_EQ(std::set<std::uint32_t>(all.begin(), all.end()).size(), 10u) << "every sample in the epoch";
+  EXPECT_EQ(all.size(), 12u);
+  // The permutation is the same on every rank and rank r takes its positions r, r + 3, ...
+  ShuffleSampler whole(10, 42);
+  const auto p0 = whole.permutation(0);
+  for (int r = 0; r < world; ++r)
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(epoch0[static_cast<std::size_t>(r)][static_cast<std::size_t>(i)], p0[static_cast<std::size_t>(r + 3 * i) % 10]);
+  EXPECT_NE(epoch0, epoch1) << "each epoch reshuffled";
+}
+
 TEST(Transform, RandomResizedCropStaysInsideWithinScaleAndRatio) {
   std::mt19937_64 rng(5);
   int flips = 0;

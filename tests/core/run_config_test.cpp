@@ -116,3 +116,26 @@ TEST(RunFields, ResumeSignatureChangesWithEveryComparableField) {
 
 }  // namespace
 }  // namespace stalldx
+
+namespace stalldx {
+TEST(RunFields, RankOverridesApplyToTheirRankOnlyAndBadOnesFailEveryRank) {
+  RunConfig c;
+  c.world_size = 3;
+  c.rank_override = "2:read-latency-ms=20,1:workers=1,2:workers=8";
+  RunConfig r0 = c, r2 = c;
+  r2.rank = 2;
+  ASSERT_TRUE(apply_rank_overrides(r0).is_ok());
+  ASSERT_TRUE(apply_rank_overrides(r2).is_ok());
+  EXPECT_EQ(r0.read_latency_ms, 0);
+  EXPECT_EQ(r0.workers, c.workers);
+  EXPECT_EQ(r2.read_latency_ms, 20);
+  EXPECT_EQ(r2.workers, 8);
+  for (const char* bad : {"2:nope=1", "5:workers=2", "x:workers=2", "1workers=2", "1:workers=0", "1:world-size=2", "0:rank=1"}) {
+    RunConfig b = c;
+    b.rank_override = bad;
+    const Status st = apply_rank_overrides(b);
+    EXPECT_FALSE(st.is_ok()) << bad;
+    EXPECT_NE(st.message().find(bad), std::string::npos) << st.message();
+  }
+}
+}  // namespace stalldx

@@ -36,6 +36,8 @@ constexpr Default kDefaults[] = {
     {".*ImageDecoder.*|.*decoders__Image.*|\\[DALI\\].*(Decode|Resize|Crop|Normalize).*", Role::decode},
     // The seed's `data_load` (batch retrieval + transfer in one range) stays unmapped on purpose: the
     // diagnosis finds the copies inside it and says the wait cannot be split.
+    // NCCL's own NVTX ranges (NCCL_NVTX) and MPI profiling wrappers
+    {"nccl(AllReduce|ReduceScatter|AllGather|Broadcast|Reduce)|MPI_(Allreduce|Reduce_scatter|Allgather|Bcast)", Role::collective},
     // common loop annotations
     {"(train_)?iter(ation)?(_\\d+)?|batch_\\d+", Role::step},
     {"__getitem__|getitem|load_sample", Role::decode},

@@ -145,6 +145,13 @@ const RunField kRunFields[] = {
     field<&RunConfig::sync_every_step>("sync_every_step", "cudaStreamSynchronize after every step", kFlag),
     field<&RunConfig::verify>("verify", "checksum every batch on host and device and compare", kFlag),
     field<&RunConfig::device_index>("device_index", "CUDA device ordinal", kPlain, 0, 1023),
+    field<&RunConfig::rank>("rank", "this process's rank: set from MPI under mpirun/srun (alone: run that rank's shard)", kRunOnly, 0, 1 << 20),
+    field<&RunConfig::world_size>("world_size", "ranks in the job: set from MPI under mpirun/srun (> 1: each rank a disjoint shard)",
+                                  kRunOnly, 1, 1 << 20),
+    field<&RunConfig::allreduce_mb>("allreduce_mb", "MB all-reduced after every step when world_size > 1 (default: ResNet-50's gradients "
+                                    "in bf16; MPI_Allreduce on the host with --device none, NCCL on GPUs); 0 = none", kPlain, 0, 65536),
+    field<&RunConfig::rank_override>("rank_override", "options for single ranks: 'R:option=value[,R:option=value]', "
+                                     "e.g. 2:read-latency-ms=20 slows rank 2's reads", kRunOnly),
     field<&RunConfig::trace>("trace", "write a Chrome Trace JSON (opens in ui.perfetto.dev)", kNotCompared | kRunOnly),
     field<&RunConfig::profile>("profile", "record (default); --no-profile turns every collector off (uninstrumented throughput)",
                                kNegatedFlag | kNotCompared | kRunOnly),
@@ -159,6 +166,33 @@ const char* name_of(E v, const std::array<std::string_view, N>& names) {
 }
 
 }  // namespace
+
+Status apply_rank_overrides(RunConfig& c) {
+  std::string_view rest = c.rank_override;
+  RunConfig mine = c;
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view entry = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    const std::size_t colon = entry.find(':'), eq = entry.find('=');
+    if (colon == std::string_view::npos || eq == std::string_view::npos || eq < colon)
+      return Status::invalid(fmt::format("--rank-override '{}': expected RANK:option=value", entry));
+    int r = -1;
+    const std::string_view rank_text = entry.substr(0, colon);
+    if (std::from_chars(rank_text.data(), rank_text.data() + rank_text.size(), r).ec != std::errc{} || r < 0 || r >= c.world_size)
+      return Status::invalid(fmt::format("--rank-override '{}': '{}' is not a rank of this job (0..{})", entry, rank_text, c.world_size - 1));
+    const std::string_view key = entry.substr(colon + 1, eq - colon - 1), value = entry.substr(eq + 1);
+    const RunField* f = find_run_field(key);
+    if (f == nullptr) return Status::invalid(fmt::format("--rank-override '{}': no option '{}'", entry, key));
+    if (f->name == "rank" || f->name == "world_size" || f->name == "rank_override" || f->name == "trace")
+      return Status::invalid(fmt::format("--rank-override '{}': {} is the same for every rank", entry, f->option()));
+    RunConfig probe = c;
+    if (Status st = f->assign(probe, value); !st.is_ok()) return st.prefixed(fmt::format("--rank-override '{}'", entry));
+    if (r == c.rank) (void)f->assign(mine, value);
+  }
+  c = mine;
+  return Status::ok();
+}
 
 std::string RunField::option() const {
   std::string s(name);

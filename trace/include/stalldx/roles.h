@@ -16,8 +16,9 @@ enum class Role : std::uint8_t {
   submit,      // host CUDA work handing a batch and its step to the device
   sync,        // host blocked on device completion or an in-flight limit
   user,        // anything else the author wants on the timeline
+  collective,  // a rank's part in a collective (all-reduce) with the other ranks: from its call to its return
 };
-inline constexpr int kRoleCount = 8;
+inline constexpr int kRoleCount = 9;
 
 std::string_view role_name(Role role) noexcept;
 std::optional<Role> role_from_name(std::string_view name) noexcept;

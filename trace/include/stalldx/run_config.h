@@ -63,6 +63,11 @@ struct RunConfig {
   bool sync_every_step = false;        // cudaStreamSynchronize after each step
   bool verify = false;                 // checksum every batch on host and device and compare
   int device_index = 0;                // CUDA device ordinal
+  // ranks (an MPI job: one pipeline per rank; ranks.h)
+  int rank = 0;                        // this process's rank (set from MPI)
+  int world_size = 1;                  // ranks in the job (set from MPI); > 1: a disjoint shard per rank
+  double allreduce_mb = 51.2;          // all-reduce after every step when world_size > 1 (ResNet-50's gradients in bf16); 0 = none
+  std::string rank_override;           // "R:option=value[,R:option=value...]": options for one rank only
   // profiling
   std::string trace;                   // write a trace here ("" = none)
   bool profile = true;                 // false = --no-profile: every collector off
@@ -124,6 +129,11 @@ std::string summary_line(const RunConfig& c);
 // Every field that changes what a sweep point measures (not the axes, not kNotCompared), "k=v" joined by
 // spaces: two sweeps may share a CSV only when these are equal.
 std::string comparable_signature(const RunConfig& c);
+
+// Applies `c.rank_override` ("R:option=value,...") to `c`: the entries for c.rank, in order. Every entry
+// is checked whatever its rank (syntax, a known option, a value it accepts, R < world_size), so a bad
+// one fails every rank alike; rank, world_size, rank_override and trace cannot be overridden.
+Status apply_rank_overrides(RunConfig& c);
 
 // Bytes of one sample / one batch in the configured output format.
 std::size_t batch_bytes(const RunConfig& c);

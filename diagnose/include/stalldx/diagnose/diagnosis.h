@@ -37,6 +37,7 @@ const char* class_name(StallClass c);
 // input: the consumer waited for a loader whose work left no records (DataLoader workers absent from a
 // torch.profiler trace): input-bound, split between retrieval and decoding unknown.
 enum class Verdict : std::uint8_t { retrieval, decoding, submission, device_bound, mixed, unattributed, no_device_records, input };
+inline constexpr int kVerdictCount = 8;
 // "device-bound" reads "consumer-bound" when the host stand-in played the device.
 std::string verdict_name(Verdict v, bool standin);
 

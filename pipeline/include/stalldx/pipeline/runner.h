@@ -52,10 +52,25 @@ Status validate(const RunConfig& config);
 enum class RunPhase { started, steady };
 using PhaseCallback = std::function<void(RunPhase)>;
 
+// What a rank does with the other ranks after each step (an MPI job; ranks/ implements it): the
+// all-reduce of the step's gradients. Called on the consumer thread, once per step on every rank,
+// inside a `collective` range. `leaving`: this rank stops after this step (Ctrl-C, a failure); the ranks
+// first agree whether any is leaving — then none starts the all-reduce and `any_leaving` is true on all,
+// so every rank stops at the same step and none waits for one that left.
+class StepCollective {
+ public:
+  virtual ~StepCollective() = default;
+  virtual Status after_step(std::int64_t step, bool leaving, bool& any_leaving) = 0;
+  virtual std::string describe() const = 0;  // "MPI_Allreduce 51.2 MB", the device record's name
+  virtual std::uint64_t bytes() const = 0;
+};
+
 // Runs. `stop` (may be null) is watched by every wait of the run (the consumer's, the storage knobs',
 // the stand-in's); when it becomes true the run ends within ~20 ms plus one device step and the result
 // says interrupted. Errors only for what prevents a run (no dataset, no memory, CUDA failure).
+// With `collective` (may be null), each step ends with collective->after_step; with the host stand-in
+// its time is also recorded as the stand-in device's work (it plays the GPU's all-reduce).
 Status run_pipeline(const RunConfig& config, RunResult& result, const std::atomic<bool>* stop = nullptr,
-                    const PhaseCallback& on_phase = {});
+                    const PhaseCallback& on_phase = {}, StepCollective* collective = nullptr);
 
 }  // namespace stalldx::pipeline

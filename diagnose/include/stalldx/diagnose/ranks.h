@@ -1,0 +1,87 @@
+// Across ranks (DESIGN.md "Verdicts", multi-rank): one trace per rank of an MPI job, each diagnosed on
+// its own, then per step the cross-rank verdict — which rank arrived last at the collective (the
+// straggler), how long the others waited for it, and the straggler's own verdict for that step.
+//
+// Ranks are read one at a time and reduced to a RankSteps (a few numbers and a line per step), so
+// memory is bounded by the largest rank's trace, not by the job. Clocks: each rank's arrival times are
+// moved onto rank 0's clock with its recorded clock_offset_ns.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stalldx/diagnose/diagnosis.h"
+#include "stalldx/trace_model.h"
+
+namespace stalldx::diagnose {
+
+// What the cross-rank analysis keeps of one rank's diagnosed trace.
+struct RankSteps {
+  std::string file;
+  int rank = -1, world_size = 0;
+  std::string run_id, host;
+  std::int64_t clock_uncertainty_ns = 0;
+  bool interrupted = false;   // the rank's trace says its run ended early
+  bool standin = false;
+  struct Step {
+    std::int64_t step = -1;
+    bool warmup = false;
+    std::int64_t arrive_ns = -1;  // its collective began (rank 0's clock); -1: it never reached one
+    double window_ms = 0;
+    Verdict verdict = Verdict::device_bound;
+    std::string evidence;
+  };
+  std::vector<Step> steps;    // by step id, ascending
+};
+
+// Reduces one rank's trace (its diagnosis computed here). Fails when the trace has no rank facts
+// (rank, world_size, run_id: written by `stalldx run` under an MPI launcher).
+Status rank_steps(const Trace& trace, const std::string& file, const Thresholds& th, RankSteps& out);
+
+// "rank 2 (host, out.rank2.json): 20 steady steps | retrieval 20\n" — its own verdicts, counted.
+std::string rank_steps_line(const RankSteps& r);
+
+struct CrossRankThresholds {
+  double straggler_ms = 1.0;          // the earliest rank waited at least max(this, fraction × step window)
+  double straggler_fraction = 0.1;    //   for the last one to be called the straggler (jitter on a busy host stays under it)
+  double consistent_share = 0.5;      // straggler on at least this share of steady steps: the run's straggler
+};
+
+struct CrossStep {
+  std::int64_t step = -1;
+  int straggler = -1;                 // -1: balanced (nobody waited long) or no collective
+  bool never_arrived = false;         // the straggler's trace ends before this step (it died or stopped)
+  double waited_ms = 0;               // the longest wait of the others (the earliest arrival's)
+  std::vector<int> waiting;           // ranks that waited, earliest first
+  Verdict straggler_verdict = Verdict::device_bound;
+  std::string straggler_evidence;
+};
+
+struct RankRow {                      // the run summary by rank
+  int rank = -1;
+  int steady_steps = 0, straggler_steps = 0;
+  double waited_ms = 0;               // steady steps: time the others waited for it, summed over steps (the longest wait each)
+  std::array<int, kVerdictCount> verdicts_as_straggler{};  // by Verdict
+  bool interrupted = false;
+};
+
+struct CrossRankReport {
+  int world_size = 0;
+  std::string run_id;
+  std::vector<int> missing;           // ranks of the world with no trace given
+  std::vector<std::string> notes;     // interrupted ranks, clock uncertainty, ...
+  std::vector<CrossStep> steps;       // steady steps only, ascending
+  std::vector<RankRow> ranks;         // ranks present
+  int run_straggler = -1;             // a rank straggling on ≥ consistent_share of steady steps, else -1
+  int balanced_steps = 0;
+};
+
+// Fails (naming both files) when the ranks come from different runs or repeat a rank.
+Status cross_rank(std::vector<RankSteps> ranks, const CrossRankThresholds& th, CrossRankReport& out);
+
+std::string cross_rank_text(const CrossRankReport& r, bool standin, int max_step_lines = 40);
+std::string cross_rank_json(const CrossRankReport& r, bool standin);
+
+}  // namespace stalldx::diagnose

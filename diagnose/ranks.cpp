@@ -1,0 +1,233 @@
+#include "stalldx/diagnose/ranks.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+
+#include "stalldx/stats.h"
+
+namespace stalldx::diagnose {
+
+namespace {
+template <typename T>
+bool meta_number(const Trace& t, const char* key, T& out) {
+  const auto it = t.meta.config.find(key);
+  if (it == t.meta.config.end()) return false;
+  const std::string& v = it->second;
+  return std::from_chars(v.data(), v.data() + v.size(), out).ec == std::errc{};
+}
+}  // namespace
+
+Status rank_steps(const Trace& t, const std::string& file, const Thresholds& th, RankSteps& out) {
+  out = RankSteps{};
+  out.file = file;
+  std::int64_t offset = 0;
+  if (!meta_number(t, "rank", out.rank) || !meta_number(t, "world_size", out.world_size) || !t.meta.config.count("run_id"))
+    return Status::invalid(fmt::format("{}: not a rank's trace (no rank, world_size and run_id: written by `stalldx run` under mpirun)", file));
+  if (out.rank < 0 || out.world_size < 1 || out.rank >= out.world_size)
+    return Status::invalid(fmt::format("{}: rank {} of world size {} is impossible", file, out.rank, out.world_size));
+  out.run_id = t.meta.config.at("run_id");
+  if (auto h = t.meta.config.find("host"); h != t.meta.config.end()) out.host = h->second;
+  meta_number(t, "clock_offset_ns", offset);
+  meta_number(t, "clock_uncertainty_ns", out.clock_uncertainty_ns);
+  out.interrupted = t.meta.interrupted;
+  const Report rep = diagnose(t, th);
+  out.standin = rep.coverage.standin;
+  std::map<std::int64_t, std::int64_t> arrive;  // step -> first collective begin
+  for (const HostRange& r : t.ranges)
+    if (r.role == Role::collective && r.step >= 0) {
+      auto [it, fresh] = arrive.emplace(r.step, r.begin_ns);
+      if (!fresh) it->second = std::min(it->second, r.begin_ns);
+    }
+  out.steps.reserve(rep.steps.size());
+  for (const StepDiagnosis& sd : rep.steps) {
+    RankSteps::Step s;
+    s.step = sd.step;
+    s.warmup = sd.warmup;
+    s.window_ms = sd.window_ms;
+    s.verdict = sd.verdict;
+    s.evidence = sd.evidence;
+    if (auto it = arrive.find(sd.step); it != arrive.end()) s.arrive_ns = it->second + offset;
+    out.steps.push_back(std::move(s));
+  }
+  std::sort(out.steps.begin(), out.steps.end(), [](const auto& a, const auto& b) { return a.step < b.step; });
+  return Status::ok();
+}
+
+Status cross_rank(std::vector<RankSteps> ranks, const CrossRankThresholds& th, CrossRankReport& out) {
+  out = CrossRankReport{};
+  if (ranks.empty()) return Status::invalid("no rank traces");
+  std::sort(ranks.begin(), ranks.end(), [](const RankSteps& a, const RankSteps& b) { return a.rank < b.rank; });
+  const RankSteps& first = ranks.front();
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    const RankSteps& r = ranks[i];
+    if (r.run_id != first.run_id || r.world_size != first.world_size)
+      return Status::invalid(fmt::format("{} (run {}, {} ranks) and {} (run {}, {} ranks) come from different runs: diagnose one run's traces together",
+                                         first.file, first.run_id, first.world_size, r.file, r.run_id, r.world_size));
+    if (i > 0 && r.rank == ranks[i - 1].rank)
+      return Status::invalid(fmt::format("{} and {} are both rank {}", ranks[i - 1].file, r.file, r.rank));
+  }
+  out.world_size = first.world_size;
+  out.run_id = first.run_id;
+  {
+    std::size_t k = 0;
+    for (int r = 0; r < out.world_size; ++r) {
+      if (k < ranks.size() && ranks[k].rank == r) { ++k; continue; }
+      out.missing.push_back(r);
+    }
+  }
+  if (!out.missing.empty()) {
+    std::string m;
+    for (int r : out.missing) m += (m.empty() ? "" : ",") + std::to_string(r);
+    out.notes.push_back(fmt::format("no trace for rank{} {} of {}: the others are diagnosed without it (a step where they waited "
+                                    "cannot name a missing rank)", out.missing.size() == 1 ? "" : "s", m, out.world_size));
+  }
+  std::int64_t worst_uncertainty = 0;
+  for (const RankSteps& r : ranks) {
+    worst_uncertainty = std::max(worst_uncertainty, r.clock_uncertainty_ns);
+    if (r.interrupted)
+      out.notes.push_back(fmt::format("rank {}'s run ended early (its trace is marked interrupted, last step {}): later steps the others "
+                                      "waited for it are its", r.rank, r.steps.empty() ? -1 : r.steps.back().step));
+  }
+  if (worst_uncertainty > 0)
+    out.notes.push_back(fmt::format("clocks of ranks on other hosts are known to ±{:.3f} ms", worst_uncertainty / 1e6));
+
+  // Steps in any rank, steady in every rank that has them.
+  std::map<std::int64_t, std::vector<std::pair<int, const RankSteps::Step*>>> by_step;
+  for (const RankSteps& r : ranks)
+    for (const RankSteps::Step& s : r.steps) by_step[s.step].push_back({r.rank, &s});
+  std::vector<std::int64_t> last_step(static_cast<std::size_t>(out.world_size), -1);
+  for (const RankSteps& r : ranks)
+    if (!r.steps.empty()) last_step[static_cast<std::size_t>(r.rank)] = r.steps.back().step;
+  for (const RankSteps& r : ranks) out.ranks.push_back(RankRow{r.rank, 0, 0, 0, {}, r.interrupted});
+  auto row = [&](int rank) -> RankRow& {
+    return *std::find_if(out.ranks.begin(), out.ranks.end(), [&](const RankRow& x) { return x.rank == rank; });
+  };
+  for (auto& [step, views] : by_step) {
+    if (std::any_of(views.begin(), views.end(), [](const auto& v) { return v.second->warmup; })) continue;
+    CrossStep cs;
+    cs.step = step;
+    // A present rank whose trace ended before this step never arrived: it is the straggler.
+    for (const RankSteps& r : ranks)
+      if (r.interrupted && last_step[static_cast<std::size_t>(r.rank)] < step) {
+        cs.straggler = r.rank;
+        cs.never_arrived = true;
+      }
+    std::vector<std::pair<std::int64_t, int>> arrivals;
+    std::vector<double> windows;
+    for (const auto& [rank, s] : views) {
+      if (s->arrive_ns >= 0) arrivals.push_back({s->arrive_ns, rank});
+      windows.push_back(s->window_ms);
+      ++row(rank).steady_steps;
+    }
+    std::sort(arrivals.begin(), arrivals.end());
+    if (!cs.never_arrived && arrivals.size() >= 2) {
+      const auto [last_ns, last_rank] = arrivals.back();
+      cs.waited_ms = (last_ns - arrivals.front().first) / 1e6;
+      const double limit = std::max(th.straggler_ms, th.straggler_fraction * percentile(windows, 50));
+      if (cs.waited_ms >= limit) cs.straggler = last_rank;
+    }
+    if (cs.straggler >= 0) {
+      for (const auto& [ns, rank] : arrivals)
+        if (rank != cs.straggler) cs.waiting.push_back(rank);
+      for (const auto& [rank, s] : views)
+        if (rank == cs.straggler) {
+          cs.straggler_verdict = s->verdict;
+          cs.straggler_evidence = s->evidence;
+        }
+      RankRow& sr = row(cs.straggler);
+      ++sr.straggler_steps;
+      sr.waited_ms += cs.waited_ms;
+      ++sr.verdicts_as_straggler[static_cast<std::size_t>(cs.straggler_verdict)];
+    } else {
+      ++out.balanced_steps;
+    }
+    out.steps.push_back(std::move(cs));
+  }
+  for (const RankRow& r : out.ranks)
+    if (r.steady_steps > 0 && r.straggler_steps >= th.consistent_share * static_cast<double>(out.steps.size())) out.run_straggler = r.rank;
+  return Status::ok();
+}
+
+namespace {
+Verdict main_verdict(const RankRow& r) {
+  return static_cast<Verdict>(std::max_element(r.verdicts_as_straggler.begin(), r.verdicts_as_straggler.end()) - r.verdicts_as_straggler.begin());
+}
+std::string rank_list(const std::vector<int>& v) {
+  std::string s;
+  for (int r : v) s += (s.empty() ? "" : ",") + std::to_string(r);
+  return s;
+}
+}  // namespace
+
+std::string rank_steps_line(const RankSteps& r) {
+  std::array<int, kVerdictCount> n{};
+  int steady = 0;
+  for (const RankSteps::Step& s : r.steps)
+    if (!s.warmup) {
+      ++steady;
+      ++n[static_cast<std::size_t>(s.verdict)];
+    }
+  std::string s = fmt::format("rank {} ({}, {}): {} steady steps", r.rank, r.host.empty() ? "?" : r.host, r.file, steady);
+  for (int v = 0; v < kVerdictCount; ++v)
+    if (n[static_cast<std::size_t>(v)]) s += fmt::format(" | {} {}", verdict_name(static_cast<Verdict>(v), r.standin), n[static_cast<std::size_t>(v)]);
+  return s + "\n";
+}
+
+std::string cross_rank_text(const CrossRankReport& r, bool standin, int max_step_lines) {
+  std::string s = fmt::format("across ranks: {} of {} ranks, run {} | steady steps {} | with a straggler {} | balanced {}\n", r.ranks.size(),
+                              r.world_size, r.run_id, r.steps.size(), r.steps.size() - static_cast<std::size_t>(r.balanced_steps), r.balanced_steps);
+  for (const std::string& n : r.notes) s += "  note: " + n + "\n";
+  int shown = 0;
+  for (const CrossStep& c : r.steps) {
+    if (c.straggler < 0) continue;
+    if (shown++ >= max_step_lines) {
+      s += "  ...\n";
+      break;
+    }
+    if (c.never_arrived)
+      s += fmt::format("  step {}: rank {} never arrived at the all-reduce (its run ended); ranks {} waited for it\n", c.step, c.straggler,
+                       rank_list(c.waiting));
+    else
+      s += fmt::format("  step {}: rank{} {} waited up to {:.2f} ms in the all-reduce for rank {}: {} — {}\n", c.step,
+                       c.waiting.size() == 1 ? "" : "s", rank_list(c.waiting), c.waited_ms, c.straggler,
+                       verdict_name(c.straggler_verdict, standin), c.straggler_evidence);
+  }
+  s += fmt::format("  {:>5} {:>7} {:>10} {:>14}  {}\n", "rank", "steady", "straggler", "others waited", "its verdict when straggling");
+  for (const RankRow& row : r.ranks)
+    s += fmt::format("  {:>5} {:>7} {:>10} {:>11.1f} ms  {}{}\n", row.rank, row.steady_steps, row.straggler_steps, row.waited_ms,
+                     row.straggler_steps ? verdict_name(main_verdict(row), standin) : "-", row.interrupted ? " (run ended early)" : "");
+  if (r.run_straggler >= 0) {
+    const RankRow& row = *std::find_if(r.ranks.begin(), r.ranks.end(), [&](const RankRow& x) { return x.rank == r.run_straggler; });
+    s += fmt::format("  → rank {} is the straggler on {} of {} steady steps ({}): the others wait for it in every all-reduce — fix its "
+                     "input first (its own report says how); the other ranks' verdicts are not their own problem\n",
+                     r.run_straggler, row.straggler_steps, r.steps.size(), verdict_name(main_verdict(row), standin));
+  } else {
+    s += fmt::format("  → no consistent straggler: {} of {} steady steps balanced\n", r.balanced_steps, r.steps.size());
+  }
+  return s;
+}
+
+std::string cross_rank_json(const CrossRankReport& r, bool standin) {
+  nlohmann::json j;
+  j["world_size"] = r.world_size;
+  j["run_id"] = r.run_id;
+  j["missing_ranks"] = r.missing;
+  j["notes"] = r.notes;
+  j["run_straggler"] = r.run_straggler;
+  j["balanced_steps"] = r.balanced_steps;
+  for (const CrossStep& c : r.steps)
+    j["steps"].push_back({{"step", c.step}, {"straggler", c.straggler}, {"never_arrived", c.never_arrived}, {"waited_ms", c.waited_ms},
+                          {"waiting", c.waiting}, {"straggler_verdict", c.straggler >= 0 ? verdict_name(c.straggler_verdict, standin) : ""},
+                          {"straggler_evidence", c.straggler_evidence}});
+  for (const RankRow& row : r.ranks)
+    j["ranks"].push_back({{"rank", row.rank}, {"steady_steps", row.steady_steps}, {"straggler_steps", row.straggler_steps},
+                          {"others_waited_ms", row.waited_ms}, {"interrupted", row.interrupted},
+                          {"verdict_as_straggler", row.straggler_steps ? verdict_name(main_verdict(row), standin) : ""}});
+  return j.dump(2);
+}
+
+}  // namespace stalldx::diagnose

@@ -1,0 +1,153 @@
+// ranks/world.h on MPI (Open MPI from Debian; any MPI-3 library): MPI_THREAD_FUNNELED — only the
+// thread that joined (the consumer, which runs the steps) makes MPI calls. Errors are returned, not
+// fatal (MPI_ERRORS_RETURN), so they reach the report with the call named.
+#include <mpi.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <ctime>
+#include <random>
+#include <vector>
+
+#include "stalldx/profiler.h"
+#include "stalldx/ranks/world.h"
+
+namespace stalldx::ranks {
+
+namespace {
+Status check(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return Status::ok();
+  char msg[MPI_MAX_ERROR_STRING] = {};
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  return Status::io(fmt::format("{} failed: {}", what, msg));
+}
+
+// Rank 0's clock minus this rank's, by ping-pong with rank 0 (Cristian's method): the exchange with
+// the smallest round trip wins; its half round trip bounds the error. Rank 0 drives every remote rank
+// in turn; `remote[k]`: rank k is on another host than rank 0.
+constexpr int kRounds = 16;
+constexpr int kTag = 4711;
+Status measure_offsets(World& w, const std::vector<int>& remote) {
+  if (w.rank == 0) {
+    for (int k = 1; k < w.size; ++k) {
+      if (!remote[static_cast<std::size_t>(k)]) continue;
+      std::int64_t best = INT64_MAX, offset = 0;
+      for (int i = 0; i < kRounds; ++i) {
+        int ping = i;
+        std::int64_t theirs = 0;
+        const std::int64_t t1 = now_ns();
+        if (Status st = check(MPI_Send(&ping, 1, MPI_INT, k, kTag, MPI_COMM_WORLD), "MPI_Send (clock)"); !st.is_ok()) return st;
+        if (Status st = check(MPI_Recv(&theirs, 1, MPI_INT64_T, k, kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv (clock)"); !st.is_ok())
+          return st;
+        const std::int64_t t2 = now_ns();
+        if (t2 - t1 < best) {
+          best = t2 - t1;
+          offset = t1 + (t2 - t1) / 2 - theirs;
+        }
+      }
+      std::int64_t result[2] = {offset, best / 2};
+      if (Status st = check(MPI_Send(result, 2, MPI_INT64_T, k, kTag, MPI_COMM_WORLD), "MPI_Send (clock)"); !st.is_ok()) return st;
+    }
+  } else if (remote[static_cast<std::size_t>(w.rank)]) {
+    for (int i = 0; i < kRounds; ++i) {
+      int ping = 0;
+      if (Status st = check(MPI_Recv(&ping, 1, MPI_INT, 0, kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv (clock)"); !st.is_ok()) return st;
+      const std::int64_t mine = now_ns();
+      if (Status st = check(MPI_Send(&mine, 1, MPI_INT64_T, 0, kTag, MPI_COMM_WORLD), "MPI_Send (clock)"); !st.is_ok()) return st;
+    }
+    std::int64_t result[2] = {};
+    if (Status st = check(MPI_Recv(result, 2, MPI_INT64_T, 0, kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv (clock)"); !st.is_ok())
+      return st;
+    w.clock_offset_ns = result[0];
+    w.clock_uncertainty_ns = result[1];
+  }
+  return Status::ok();
+}
+
+// Completes a nonblocking collective by polling with short sleeps: a rank waiting for a straggler leaves
+// its CPU to the host's other work (MPI's blocking calls spin, which on a shared or oversubscribed host
+// slows the straggler itself). Adds at most one sleep (50 µs) to a collective's end.
+Status complete(MPI_Request& req, const char* what) {
+  for (;;) {
+    int done = 0;
+    if (Status st = check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), what); !st.is_ok()) return st;
+    if (done) return Status::ok();
+    timespec ts{0, 50'000};
+    nanosleep(&ts, nullptr);
+  }
+}
+
+class HostAllReduce final : public pipeline::StepCollective {
+ public:
+  explicit HostAllReduce(double mb) : mb_(mb), data_(static_cast<std::size_t>(mb * 1e6 / sizeof(float)), 0.f) {}
+  Status after_step(std::int64_t, bool leaving, bool& any_leaving) override {
+    int mine = leaving ? 1 : 0, any = 0;
+    MPI_Request req;
+    if (Status st = check(MPI_Iallreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &req), "MPI_Iallreduce (leaving?)"); !st.is_ok())
+      return st;
+    if (Status st = complete(req, "MPI_Iallreduce (leaving?)"); !st.is_ok()) return st;
+    any_leaving = any != 0;
+    if (any_leaving || data_.empty()) return Status::ok();
+    if (Status st = check(MPI_Iallreduce(MPI_IN_PLACE, data_.data(), static_cast<int>(data_.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req),
+                          "MPI_Iallreduce (gradients)");
+        !st.is_ok())
+      return st;
+    return complete(req, "MPI_Iallreduce (gradients)");
+  }
+  std::string describe() const override { return fmt::format("MPI_Allreduce {:.1f} MB", mb_); }
+  std::uint64_t bytes() const override { return data_.size() * sizeof(float); }
+
+ private:
+  double mb_;
+  std::vector<float> data_;  // zeros: sums stay zeros, the bytes moved are what counts
+};
+}  // namespace
+
+bool built_with_mpi() { return true; }
+
+Status join(World& w) {
+  w = World{};
+  char host[MPI_MAX_PROCESSOR_NAME + 1] = {};
+  gethostname(host, sizeof host - 1);
+  w.host = host;
+  if (!launched_by_mpi()) return Status::ok();
+  int provided = 0;
+  if (Status st = check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread"); !st.is_ok()) return st;
+  w.mpi = true;
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &w.size);
+  MPI_Comm node;
+  if (Status st = check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, w.rank, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+      !st.is_ok())
+    return st;
+  MPI_Comm_rank(node, &w.local_rank);
+  MPI_Comm_free(&node);
+  if (w.rank == 0) {
+    std::random_device rd;
+    w.run_id = (static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^ static_cast<std::uint64_t>(now_ns());
+  }
+  if (Status st = check(MPI_Bcast(&w.run_id, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD), "MPI_Bcast (run id)"); !st.is_ok()) return st;
+  char host0[sizeof host] = {};
+  std::memcpy(host0, host, sizeof host);
+  if (Status st = check(MPI_Bcast(host0, sizeof host0, MPI_CHAR, 0, MPI_COMM_WORLD), "MPI_Bcast (host)"); !st.is_ok()) return st;
+  int mine_remote = std::strcmp(host0, host) != 0 ? 1 : 0;
+  std::vector<int> remote(static_cast<std::size_t>(w.size), 0);
+  if (Status st = check(MPI_Allgather(&mine_remote, 1, MPI_INT, remote.data(), 1, MPI_INT, MPI_COMM_WORLD), "MPI_Allgather (hosts)"); !st.is_ok())
+    return st;
+  return measure_offsets(w, remote);
+}
+
+Status barrier(const World& w) { return w.mpi ? check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier") : Status::ok(); }
+
+void leave(World& w) {
+  if (w.mpi) MPI_Finalize();
+  w.mpi = false;
+}
+
+std::unique_ptr<pipeline::StepCollective> make_host_all_reduce(const World&, double mb) { return std::make_unique<HostAllReduce>(mb); }
+
+}  // namespace stalldx::ranks

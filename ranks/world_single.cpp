@@ -1,0 +1,27 @@
+// ranks/world.h without MPI in the build: one process, rank 0 of 1. Started by an MPI launcher it
+// refuses (each process would think itself alone and run the whole dataset).
+#include <unistd.h>
+
+#include "stalldx/ranks/world.h"
+
+namespace stalldx::ranks {
+
+bool built_with_mpi() { return false; }
+
+Status join(World& w) {
+  w = World{};
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  w.host = host;
+  if (launched_by_mpi())
+    return Status::unavailable("started by an MPI launcher, but this stalldx was built without MPI (install libopenmpi-dev and rebuild)");
+  return Status::ok();
+}
+
+void leave(World&) {}
+
+Status barrier(const World&) { return Status::ok(); }
+
+std::unique_ptr<pipeline::StepCollective> make_host_all_reduce(const World&, double) { return nullptr; }
+
+}  // namespace stalldx::ranks

@@ -1,0 +1,101 @@
+// The cross-rank analysis on hand-made rank summaries (no MPI): stragglers, balance, and bad input.
+#include <gtest/gtest.h>
+
+#include "stalldx/diagnose/ranks.h"
+
+namespace stalldx::diagnose {
+namespace {
+
+// Rank `rank` of 3 arriving at each step's all-reduce `late_ms` after a common start, 100 ms steps.
+RankSteps rank(int r, double late_ms, Verdict v = Verdict::device_bound, int steps = 12, std::string run = "abc") {
+  RankSteps s;
+  s.rank = r;
+  s.world_size = 3;
+  s.run_id = std::move(run);
+  s.file = "out.rank" + std::to_string(r) + ".json";
+  for (int i = 0; i < steps; ++i) {
+    RankSteps::Step st;
+    st.step = i;
+    st.warmup = i < 2;
+    st.arrive_ns = static_cast<std::int64_t>((i * 100.0 + late_ms) * 1e6);
+    st.window_ms = 100;
+    st.verdict = v;
+    st.evidence = "evidence of rank " + std::to_string(r);
+    s.steps.push_back(st);
+  }
+  return s;
+}
+
+TEST(CrossRank, TheLastToArriveIsTheStragglerWithItsOwnVerdict) {
+  CrossRankReport rep;
+  ASSERT_TRUE(cross_rank({rank(0, 0.2), rank(2, 40, Verdict::retrieval), rank(1, 0.5)}, {}, rep).is_ok());
+  ASSERT_EQ(rep.steps.size(), 10u) << "steady steps only";
+  for (const CrossStep& c : rep.steps) {
+    EXPECT_EQ(c.straggler, 2);
+    EXPECT_EQ(c.straggler_verdict, Verdict::retrieval);
+    EXPECT_NEAR(c.waited_ms, 39.8, 1e-6);
+    EXPECT_EQ(c.waiting, (std::vector<int>{0, 1})) << "earliest first";
+  }
+  EXPECT_EQ(rep.run_straggler, 2);
+  const std::string text = cross_rank_text(rep, false);
+  EXPECT_NE(text.find("ranks 0,1 waited up to 39.80 ms in the all-reduce for rank 2: retrieval — evidence of rank 2"), std::string::npos) << text;
+  EXPECT_NE(text.find("rank 2 is the straggler on 10 of 10 steady steps"), std::string::npos) << text;
+}
+
+TEST(CrossRank, SmallLeadsAreBalanced) {
+  CrossRankReport rep;
+  // 3 ms apart on 100 ms steps: under 10 % of the window.
+  ASSERT_TRUE(cross_rank({rank(0, 0), rank(1, 3), rank(2, 1.5)}, {}, rep).is_ok());
+  EXPECT_EQ(rep.balanced_steps, 10);
+  EXPECT_EQ(rep.run_straggler, -1);
+  EXPECT_NE(cross_rank_text(rep, false).find("no consistent straggler"), std::string::npos);
+}
+
+TEST(CrossRank, TracesOfDifferentRunsOrTheSameRankTwiceAreRefusedByName) {
+  CrossRankReport rep;
+  Status st = cross_rank({rank(0, 0), rank(1, 0, Verdict::device_bound, 12, "other")}, {}, rep);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("out.rank0.json"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("out.rank1.json"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("different runs"), std::string::npos) << st.message();
+  st = cross_rank({rank(1, 0), rank(1, 5)}, {}, rep);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("both rank 1"), std::string::npos) << st.message();
+}
+
+TEST(CrossRank, AMissingRankIsReportedAndTheRestDiagnosed) {
+  CrossRankReport rep;
+  ASSERT_TRUE(cross_rank({rank(0, 0), rank(2, 30, Verdict::decoding)}, {}, rep).is_ok());
+  EXPECT_EQ(rep.missing, std::vector<int>{1});
+  ASSERT_FALSE(rep.notes.empty());
+  EXPECT_NE(rep.notes.front().find("no trace for rank 1 of 3"), std::string::npos) << rep.notes.front();
+  EXPECT_EQ(rep.run_straggler, 2);
+}
+
+TEST(CrossRank, ARankThatDiedIsTheStragglerOfEveryStepAfterItsLast) {
+  RankSteps dead = rank(1, 0, Verdict::device_bound, 6);
+  dead.interrupted = true;
+  CrossRankReport rep;
+  ASSERT_TRUE(cross_rank({rank(0, 0), dead, rank(2, 0.5)}, {}, rep).is_ok());
+  int never = 0;
+  for (const CrossStep& c : rep.steps)
+    if (c.step > 5) {
+      EXPECT_EQ(c.straggler, 1) << c.step;
+      EXPECT_TRUE(c.never_arrived);
+      ++never;
+    }
+  EXPECT_EQ(never, 6);
+  EXPECT_NE(cross_rank_text(rep, false).find("rank 1 never arrived"), std::string::npos);
+}
+
+TEST(CrossRank, ARanksTraceNeedsItsRankFacts) {
+  Trace t;
+  RankSteps r;
+  const Status st = rank_steps(t, "plain.json", {}, r);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("plain.json"), std::string::npos);
+  EXPECT_NE(st.message().find("not a rank's trace"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace stalldx::diagnose

@@ -1,0 +1,112 @@
+// Ranks end to end: `mpirun --oversubscribe -np 3 stalldx run --device none` with tiny batches, then
+// `stalldx diagnose out.rank*.json --json`. Labelled `mpi`; skips (with the reason) where the build has
+// no MPI or no mpirun. Open MPI refuses root without its two consent variables: the tests set them.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "test_dataset.h"
+#include "test_support.h"
+
+namespace {
+
+struct Job {
+  int rc = -1;
+  std::string log;
+  nlohmann::json cross;  // diagnose --json across the ranks
+};
+
+Job run_ranks(const std::string& tag, const std::string& args) {
+#if !defined(STALLDX_MPIRUN)
+  (void)tag;
+  (void)args;
+  return {};
+#else
+  Job j;
+  const std::string dir = stalldx::testing::temp_dir("ranks-" + tag);
+  const std::string cmd = fmt::format(
+      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 {} --oversubscribe -np 3 {} run "
+      "--data {} --device none --warmup 2 --allreduce-mb 1 --trace {}/out.json {} > {}/log.txt 2>&1",
+      STALLDX_MPIRUN, STALLDX_BINARY, stalldx::testing::small_dataset(), dir, args, dir);
+  j.rc = WEXITSTATUS(std::system(cmd.c_str()));
+  j.log = stalldx::testing::read_file(dir + "/log.txt");
+  const std::string diag = fmt::format("{} diagnose {}/out.rank0.json {}/out.rank1.json {}/out.rank2.json --json > {}/cross.json 2> {}/diag.txt",
+                                       STALLDX_BINARY, dir, dir, dir, dir, dir);
+  if (WEXITSTATUS(std::system(diag.c_str())) == 0) j.cross = nlohmann::json::parse(stalldx::testing::read_file(dir + "/cross.json"));
+  else j.log += stalldx::testing::read_file(dir + "/diag.txt");
+  return j;
+#endif
+}
+
+bool skip_reason(std::string& why) {
+#if !defined(STALLDX_MPIRUN)
+  why = "this build has no MPI (install libopenmpi-dev openmpi-bin)";
+  return true;
+#else
+  why.clear();
+  return false;
+#endif
+}
+
+int straggler_steps(const nlohmann::json& cross, int rank, const std::string& verdict) {
+  int n = 0;
+  for (const auto& s : cross["steps"]) n += s["straggler"] == rank && s["straggler_verdict"] == verdict;
+  return n;
+}
+
+TEST(Ranks, BalancedRanksHaveNoStraggler) {
+  if (std::string why; skip_reason(why)) GTEST_SKIP() << why;
+  const Job j = run_ranks("balanced", "--batch 8 --workers 2 --steps 16 --step-ms 25");
+  ASSERT_EQ(j.rc, 0) << j.log;
+  ASSERT_FALSE(j.cross.is_null()) << j.log;
+  EXPECT_EQ(j.cross["world_size"], 3);
+  EXPECT_EQ(j.cross["run_straggler"], -1) << j.cross.dump(1);
+}
+
+TEST(Ranks, TheRankWithSlowReadsIsTheStragglerWithRetrievalOnNearlyEveryStep) {
+  if (std::string why; skip_reason(why)) GTEST_SKIP() << why;
+  const Job j = run_ranks("slow-reads", "--batch 8 --workers 2 --steps 20 --step-ms 10 --rank-override 2:read-latency-ms=15");
+  ASSERT_EQ(j.rc, 0) << j.log;
+  ASSERT_FALSE(j.cross.is_null()) << j.log;
+  EXPECT_EQ(j.cross["run_straggler"], 2) << j.cross.dump(1);
+  const int steps = static_cast<int>(j.cross["steps"].size());
+  ASSERT_GE(steps, 20);
+  EXPECT_GE(straggler_steps(j.cross, 2, "retrieval"), 0.95 * steps) << j.cross.dump(1);
+}
+
+TEST(Ranks, TheRankWithOneWorkerIsTheStragglerWithDecoding) {
+  if (std::string why; skip_reason(why)) GTEST_SKIP() << why;
+  const Job j = run_ranks("one-worker", "--batch 32 --workers 2 --steps 20 --step-ms 10 --rank-override 1:workers=1");
+  ASSERT_EQ(j.rc, 0) << j.log;
+  ASSERT_FALSE(j.cross.is_null()) << j.log;
+  EXPECT_EQ(j.cross["run_straggler"], 1) << j.cross.dump(1);
+  for (const auto& r : j.cross["ranks"])
+    if (r["rank"] == 1) EXPECT_EQ(r["verdict_as_straggler"], "decoding") << j.cross.dump(1);
+}
+
+TEST(Ranks, EachRankReadsADisjointShardAndWritesItsOwnTrace) {
+  if (std::string why; skip_reason(why)) GTEST_SKIP() << why;
+  const Job j = run_ranks("shards", "--batch 4 --workers 1 --steps 3 --step-ms 1 --rank-override 0:batch=8");
+  ASSERT_EQ(j.rc, 0) << j.log;
+  auto line = [&](int r) {
+    const std::size_t at = j.log.find(fmt::format("rank {} of 3: ", r));
+    return at == std::string::npos ? std::string() : j.log.substr(at, j.log.find('\n', at) - at);
+  };
+  EXPECT_NE(line(0).find("| batch 8 |"), std::string::npos) << "the override reached rank 0\n" << j.log;
+  EXPECT_NE(line(1).find("| batch 4 |"), std::string::npos) << "and rank 0 only\n" << j.log;
+  EXPECT_NE(line(2).find("trace " + std::string("")), std::string::npos);
+  EXPECT_NE(line(2).find(".rank2.json"), std::string::npos) << j.log;
+}
+
+TEST(Ranks, ABadOverrideFailsEveryRankBeforeAnyStarts) {
+  if (std::string why; skip_reason(why)) GTEST_SKIP() << why;
+  const Job j = run_ranks("bad-override", "--batch 4 --steps 3 --rank-override 7:workers=2");
+  EXPECT_NE(j.rc, 0);
+  EXPECT_NE(j.log.find("'7' is not a rank of this job (0..2)"), std::string::npos) << j.log;
+}
+
+}  // namespace
