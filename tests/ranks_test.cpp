@@ -1,6 +1,9 @@
 // Ranks end to end: `mpirun --oversubscribe -np 3 stalldx run --device none` with tiny batches, then
 // `stalldx diagnose out.rank*.json --json`. Labelled `mpi`; skips (with the reason) where the build has
 // no MPI or no mpirun. Open MPI refuses root without its two consent variables: the tests set them.
+// Under ASan the ranks run without leak checking: Open MPI leaves allocations in plugins it has
+// unloaded, which LeakSanitizer cannot attribute or suppress; the same stalldx code is leak-checked by
+// the rest of the suite.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -29,7 +32,7 @@ Job run_ranks(const std::string& tag, const std::string& args) {
   Job j;
   const std::string dir = stalldx::testing::temp_dir("ranks-" + tag);
   const std::string cmd = fmt::format(
-      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 {} --oversubscribe -np 3 {} run "
+      "ASAN_OPTIONS=\"$ASAN_OPTIONS:detect_leaks=0\" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 {} --oversubscribe -np 3 {} run "
       "--data {} --device none --warmup 2 --allreduce-mb 1 --trace {}/out.json {} > {}/log.txt 2>&1",
       STALLDX_MPIRUN, STALLDX_BINARY, stalldx::testing::small_dataset(), dir, args, dir);
   j.rc = WEXITSTATUS(std::system(cmd.c_str()));
@@ -60,7 +63,7 @@ int straggler_steps(const nlohmann::json& cross, int rank, const std::string& ve
 
 TEST(Ranks, BalancedRanksHaveNoStraggler) {
   if (std::string why; skip_reason(why)) GTEST_SKIP() << why;
-  const Job j = run_ranks("balanced", "--batch 8 --workers 2 --steps 16 --step-ms 25");
+  const Job j = run_ranks("balanced", "--batch 8 --workers 2 --steps 16 --step-ms 50");
   ASSERT_EQ(j.rc, 0) << j.log;
   ASSERT_FALSE(j.cross.is_null()) << j.log;
   EXPECT_EQ(j.cross["world_size"], 3);
@@ -69,7 +72,7 @@ TEST(Ranks, BalancedRanksHaveNoStraggler) {
 
 TEST(Ranks, TheRankWithSlowReadsIsTheStragglerWithRetrievalOnNearlyEveryStep) {
   if (std::string why; skip_reason(why)) GTEST_SKIP() << why;
-  const Job j = run_ranks("slow-reads", "--batch 8 --workers 2 --steps 20 --step-ms 10 --rank-override 2:read-latency-ms=15");
+  const Job j = run_ranks("slow-reads", "--batch 8 --workers 2 --steps 20 --step-ms 20 --rank-override 2:read-latency-ms=30");
   ASSERT_EQ(j.rc, 0) << j.log;
   ASSERT_FALSE(j.cross.is_null()) << j.log;
   EXPECT_EQ(j.cross["run_straggler"], 2) << j.cross.dump(1);
