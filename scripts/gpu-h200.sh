@@ -51,6 +51,13 @@ perf)
   stalldx sweep --batch 128 --output float32 --device-ms 30 --warmup 3 --steps 10 --workers 4,6,8,10,12,16 --prefetch 2 \
     --repeat 3 --out /tmp/sweep-seed > "$OUT/seed-knee.txt" 2>&1
   ;;
+final)  # the short version: pipeline_bench on a ≥ 40 KB set, then 4 native/record pairs of example 2
+  stalldx dataset /tmp/food49 --per-class 40 --detail 1.5 > "$OUT/dataset.txt" 2>&1
+  pipeline_bench --data /tmp/food49 --max-workers 16 --steps 20 > "$OUT/pipeline_bench.txt" 2>&1
+  rate() { "$@" 2>&1 | grep -oE "[0-9]+ img/s" | head -1 | grep -oE "[0-9]+"; }
+  ex="$py --workers 12 --steps 30"
+  for i in 1 2 3 4; do echo "round $i native $(rate $ex) record $(rate stalldx record --trace /tmp/ov.json -- $ex)"; done > "$OUT/overhead.txt" 2>&1
+  ;;
 examples)
   for c in "decoding|--workers 1" "submission|--per-sample-copies" "device-bound-448|--workers 12 --image-size 448 --steps 16" \
            "retrieval-w0|--workers 0 --read-delay-ms 20 --steps 12" "retrieval-w8|--workers 8 --read-delay-ms 40 --steps 40"; do
