@@ -37,7 +37,7 @@ void add_threshold_options(CLI::App& sub, diagnose::Thresholds& th) {
 namespace {
 // Several traces: the ranks of one MPI job, read one at a time and reduced (memory: the largest rank).
 int diagnose_ranks(const std::vector<std::string>& files, const diagnose::Thresholds& th, bool json) {
-  std::vector<diagnose::RankSteps> ranks;
+  diagnose::CrossRankAccumulator acc;
   bool standin = false;
   std::string lines;
   for (const std::string& f : files) {
@@ -50,10 +50,9 @@ int diagnose_ranks(const std::vector<std::string>& files, const diagnose::Thresh
     if (Status st = diagnose::rank_steps(t, f, th, r); !st.is_ok()) return fail_input("diagnose", st);
     standin = standin || r.standin;
     lines += diagnose::rank_steps_line(r);
-    ranks.push_back(std::move(r));
+    if (Status st = acc.add(r); !st.is_ok()) return fail_input("diagnose", st);
   }
-  diagnose::CrossRankReport rep;
-  if (Status st = diagnose::cross_rank(std::move(ranks), {}, rep); !st.is_ok()) return fail_input("diagnose", st);
+  const diagnose::CrossRankReport rep = acc.finish();
   exit_on_signal(false);
   const std::string out = json ? diagnose::cross_rank_json(rep, standin) + "\n" : lines + diagnose::cross_rank_text(rep, standin);
   return print_checked("diagnose", out) ? 0 : 1;

@@ -57,87 +57,102 @@ Status rank_steps(const Trace& t, const std::string& file, const Thresholds& th,
   return Status::ok();
 }
 
-Status cross_rank(std::vector<RankSteps> ranks, const CrossRankThresholds& th, CrossRankReport& out) {
-  out = CrossRankReport{};
-  if (ranks.empty()) return Status::invalid("no rank traces");
-  std::sort(ranks.begin(), ranks.end(), [](const RankSteps& a, const RankSteps& b) { return a.rank < b.rank; });
-  const RankSteps& first = ranks.front();
-  for (std::size_t i = 0; i < ranks.size(); ++i) {
-    const RankSteps& r = ranks[i];
-    if (r.run_id != first.run_id || r.world_size != first.world_size)
-      return Status::invalid(fmt::format("{} (run {}, {} ranks) and {} (run {}, {} ranks) come from different runs: diagnose one run's traces together",
-                                         first.file, first.run_id, first.world_size, r.file, r.run_id, r.world_size));
-    if (i > 0 && r.rank == ranks[i - 1].rank)
-      return Status::invalid(fmt::format("{} and {} are both rank {}", ranks[i - 1].file, r.file, r.rank));
+Status CrossRankAccumulator::add(const RankSteps& r) {
+  if (ranks_.empty()) {
+    first_file_ = r.file;
+    run_id_ = r.run_id;
+    world_size_ = r.world_size;
+  } else if (r.run_id != run_id_ || r.world_size != world_size_) {
+    return Status::invalid(fmt::format("{} (run {}, {} ranks) and {} (run {}, {} ranks) come from different runs: diagnose one run's traces together",
+                                       first_file_, run_id_, world_size_, r.file, r.run_id, r.world_size));
   }
-  out.world_size = first.world_size;
-  out.run_id = first.run_id;
+  for (const RankState& seen : ranks_)
+    if (seen.rank == r.rank) return Status::invalid(fmt::format("{} is rank {} again (one trace per rank)", r.file, r.rank));
+  ranks_.push_back({r.rank, r.interrupted, r.steps.empty() ? -1 : r.steps.back().step});
+  worst_uncertainty_ns_ = std::max(worst_uncertainty_ns_, r.clock_uncertainty_ns);
+  for (const RankSteps::Step& s : r.steps) {
+    if (s.step < 0) continue;
+    if (static_cast<std::size_t>(s.step) >= steps_.size()) steps_.resize(static_cast<std::size_t>(s.step) + 1);
+    StepState& st = steps_[static_cast<std::size_t>(s.step)];
+    st.step = s.step;
+    st.warmup = st.warmup || s.warmup;
+    st.window_sum_ms += s.window_ms;
+    ++st.windows;
+    if (s.arrive_ns < 0) continue;
+    ++st.arrivals;
+    if (s.arrive_ns < st.first_ns) {
+      st.first_ns = s.arrive_ns;
+      st.first_rank = r.rank;
+    }
+    if (s.arrive_ns > st.last_ns) {
+      st.last_ns = s.arrive_ns;
+      st.last_rank = r.rank;
+      st.last_verdict = s.verdict;
+      st.last_evidence = s.evidence;
+    }
+    if (world_size_ <= kListedWaiters) st.arrived.push_back({s.arrive_ns, r.rank});
+  }
+  return Status::ok();
+}
+
+CrossRankReport CrossRankAccumulator::finish() const {
+  CrossRankReport out;
+  out.world_size = world_size_;
+  out.run_id = run_id_;
+  std::vector<RankState> ranks = ranks_;
+  std::sort(ranks.begin(), ranks.end(), [](const RankState& a, const RankState& b) { return a.rank < b.rank; });
   {
     std::size_t k = 0;
-    for (int r = 0; r < out.world_size; ++r) {
+    for (int r = 0; r < world_size_; ++r) {
       if (k < ranks.size() && ranks[k].rank == r) { ++k; continue; }
       out.missing.push_back(r);
     }
   }
   if (!out.missing.empty()) {
     std::string m;
-    for (int r : out.missing) m += (m.empty() ? "" : ",") + std::to_string(r);
+    for (std::size_t i = 0; i < out.missing.size() && i < 16; ++i) m += (m.empty() ? "" : ",") + std::to_string(out.missing[i]);
+    if (out.missing.size() > 16) m += fmt::format(",... ({} in all)", out.missing.size());
     out.notes.push_back(fmt::format("no trace for rank{} {} of {}: the others are diagnosed without it (a step where they waited "
-                                    "cannot name a missing rank)", out.missing.size() == 1 ? "" : "s", m, out.world_size));
+                                    "cannot name a missing rank)", out.missing.size() == 1 ? "" : "s", m, world_size_));
   }
-  std::int64_t worst_uncertainty = 0;
-  for (const RankSteps& r : ranks) {
-    worst_uncertainty = std::max(worst_uncertainty, r.clock_uncertainty_ns);
-    if (r.interrupted)
+  // The first rank to have stopped early (its last step the smallest) is the one the others waited for after it.
+  const RankState* dead = nullptr;
+  for (const RankState& r : ranks) {
+    out.ranks.push_back(RankRow{r.rank, 0, 0, 0, {}, r.interrupted});
+    if (r.interrupted) {
       out.notes.push_back(fmt::format("rank {}'s run ended early (its trace is marked interrupted, last step {}): later steps the others "
-                                      "waited for it are its", r.rank, r.steps.empty() ? -1 : r.steps.back().step));
-  }
-  if (worst_uncertainty > 0)
-    out.notes.push_back(fmt::format("clocks of ranks on other hosts are known to ±{:.3f} ms", worst_uncertainty / 1e6));
-
-  // Steps in any rank, steady in every rank that has them.
-  std::map<std::int64_t, std::vector<std::pair<int, const RankSteps::Step*>>> by_step;
-  for (const RankSteps& r : ranks)
-    for (const RankSteps::Step& s : r.steps) by_step[s.step].push_back({r.rank, &s});
-  std::vector<std::int64_t> last_step(static_cast<std::size_t>(out.world_size), -1);
-  for (const RankSteps& r : ranks)
-    if (!r.steps.empty()) last_step[static_cast<std::size_t>(r.rank)] = r.steps.back().step;
-  for (const RankSteps& r : ranks) out.ranks.push_back(RankRow{r.rank, 0, 0, 0, {}, r.interrupted});
-  auto row = [&](int rank) -> RankRow& {
-    return *std::find_if(out.ranks.begin(), out.ranks.end(), [&](const RankRow& x) { return x.rank == rank; });
-  };
-  for (auto& [step, views] : by_step) {
-    if (std::any_of(views.begin(), views.end(), [](const auto& v) { return v.second->warmup; })) continue;
-    CrossStep cs;
-    cs.step = step;
-    // A present rank whose trace ended before this step never arrived: it is the straggler.
-    for (const RankSteps& r : ranks)
-      if (r.interrupted && last_step[static_cast<std::size_t>(r.rank)] < step) {
-        cs.straggler = r.rank;
-        cs.never_arrived = true;
-      }
-    std::vector<std::pair<std::int64_t, int>> arrivals;
-    std::vector<double> windows;
-    for (const auto& [rank, s] : views) {
-      if (s->arrive_ns >= 0) arrivals.push_back({s->arrive_ns, rank});
-      windows.push_back(s->window_ms);
-      ++row(rank).steady_steps;
+                                      "waited for it are its", r.rank, r.last_step));
+      if (dead == nullptr || r.last_step < dead->last_step) dead = &r;
     }
-    std::sort(arrivals.begin(), arrivals.end());
-    if (!cs.never_arrived && arrivals.size() >= 2) {
-      const auto [last_ns, last_rank] = arrivals.back();
-      cs.waited_ms = (last_ns - arrivals.front().first) / 1e6;
-      const double limit = std::max(th.straggler_ms, th.straggler_fraction * percentile(windows, 50));
-      if (cs.waited_ms >= limit) cs.straggler = last_rank;
+  }
+  if (worst_uncertainty_ns_ > 0) out.notes.push_back(fmt::format("clocks of ranks on other hosts are known to ±{:.3f} ms", worst_uncertainty_ns_ / 1e6));
+  auto row = [&](int rank) -> RankRow& {
+    return *std::lower_bound(out.ranks.begin(), out.ranks.end(), rank, [](const RankRow& x, int v) { return x.rank < v; });
+  };
+  for (const RankState& r : ranks)
+    for (const StepState& st : steps_)
+      if (st.step >= 0 && !st.warmup && st.step <= r.last_step) ++row(r.rank).steady_steps;
+  for (const StepState& st : steps_) {
+    if (st.step < 0 || st.warmup) continue;
+    CrossStep cs;
+    cs.step = st.step;
+    if (dead != nullptr && dead->last_step < st.step) {
+      cs.straggler = dead->rank;
+      cs.never_arrived = true;
+    } else if (st.arrivals >= 2) {
+      cs.waited_ms = (st.last_ns - st.first_ns) / 1e6;
+      const double window = st.windows ? st.window_sum_ms / st.windows : 0;
+      if (cs.waited_ms >= std::max(th_.straggler_ms, th_.straggler_fraction * window)) {
+        cs.straggler = st.last_rank;
+        cs.straggler_verdict = st.last_verdict;
+        cs.straggler_evidence = st.last_evidence;
+      }
     }
     if (cs.straggler >= 0) {
-      for (const auto& [ns, rank] : arrivals)
+      std::vector<std::pair<std::int64_t, int>> arrived = st.arrived;
+      std::sort(arrived.begin(), arrived.end());
+      for (const auto& [ns, rank] : arrived)
         if (rank != cs.straggler) cs.waiting.push_back(rank);
-      for (const auto& [rank, s] : views)
-        if (rank == cs.straggler) {
-          cs.straggler_verdict = s->verdict;
-          cs.straggler_evidence = s->evidence;
-        }
       RankRow& sr = row(cs.straggler);
       ++sr.straggler_steps;
       sr.waited_ms += cs.waited_ms;
@@ -148,7 +163,16 @@ Status cross_rank(std::vector<RankSteps> ranks, const CrossRankThresholds& th, C
     out.steps.push_back(std::move(cs));
   }
   for (const RankRow& r : out.ranks)
-    if (r.steady_steps > 0 && r.straggler_steps >= th.consistent_share * static_cast<double>(out.steps.size())) out.run_straggler = r.rank;
+    if (r.steady_steps > 0 && r.straggler_steps >= th_.consistent_share * static_cast<double>(out.steps.size())) out.run_straggler = r.rank;
+  return out;
+}
+
+Status cross_rank(const std::vector<RankSteps>& ranks, const CrossRankThresholds& th, CrossRankReport& out) {
+  if (ranks.empty()) return Status::invalid("no rank traces");
+  CrossRankAccumulator acc(th);
+  for (const RankSteps& r : ranks)
+    if (Status st = acc.add(r); !st.is_ok()) return st;
+  out = acc.finish();
   return Status::ok();
 }
 
@@ -192,9 +216,10 @@ std::string cross_rank_text(const CrossRankReport& r, bool standin, int max_step
       s += fmt::format("  step {}: rank {} never arrived at the all-reduce (its run ended); ranks {} waited for it\n", c.step, c.straggler,
                        rank_list(c.waiting));
     else
-      s += fmt::format("  step {}: rank{} {} waited up to {:.2f} ms in the all-reduce for rank {}: {} — {}\n", c.step,
-                       c.waiting.size() == 1 ? "" : "s", rank_list(c.waiting), c.waited_ms, c.straggler,
-                       verdict_name(c.straggler_verdict, standin), c.straggler_evidence);
+      s += fmt::format("  step {}: {} waited up to {:.2f} ms in the all-reduce for rank {}: {} — {}\n", c.step,
+                       c.waiting.empty() ? std::string("the other ranks")  // a large world: only the earliest is kept
+                                         : fmt::format("rank{} {}", c.waiting.size() == 1 ? "" : "s", rank_list(c.waiting)),
+                       c.waited_ms, c.straggler, verdict_name(c.straggler_verdict, standin), c.straggler_evidence);
   }
   s += fmt::format("  {:>5} {:>7} {:>10} {:>14}  {}\n", "rank", "steady", "straggler", "others waited", "its verdict when straggling");
   for (const RankRow& row : r.ranks)

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <array>
+#include <climits>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -78,8 +79,44 @@ struct CrossRankReport {
   int balanced_steps = 0;
 };
 
-// Fails (naming both files) when the ranks come from different runs or repeat a rank.
-Status cross_rank(std::vector<RankSteps> ranks, const CrossRankThresholds& th, CrossRankReport& out);
+// Folds ranks in one at a time, in any order, keeping per step only the earliest and the latest
+// arrival (and, for worlds of up to kListedWaiters ranks, who waited): memory grows with the steps and
+// the ranks, not with steps × ranks, and each rank's RankSteps can be dropped once added.
+class CrossRankAccumulator {
+ public:
+  static constexpr int kListedWaiters = 32;
+  explicit CrossRankAccumulator(CrossRankThresholds th = {}) : th_(th) {}
+  // Fails (naming both files) when the rank comes from another run than the first, or repeats a rank.
+  Status add(const RankSteps& rank);
+  CrossRankReport finish() const;
+
+ private:
+  struct StepState {
+    std::int64_t step = -1;
+    bool warmup = false;
+    std::int64_t first_ns = INT64_MAX, last_ns = -1;
+    int first_rank = -1, last_rank = -1, arrivals = 0;
+    Verdict last_verdict = Verdict::device_bound;
+    std::string last_evidence;
+    double window_sum_ms = 0;
+    int windows = 0;
+    std::vector<std::pair<std::int64_t, int>> arrived;  // (arrival, rank), only while the world is small
+  };
+  struct RankState {
+    int rank = -1;
+    bool interrupted = false;
+    std::int64_t last_step = -1;
+  };
+  CrossRankThresholds th_;
+  std::string first_file_, run_id_;
+  int world_size_ = 0;
+  std::int64_t worst_uncertainty_ns_ = 0;
+  std::vector<RankState> ranks_;
+  std::vector<StepState> steps_;  // by step id (dense from 0)
+};
+
+// All at once (the accumulator over `ranks`).
+Status cross_rank(const std::vector<RankSteps>& ranks, const CrossRankThresholds& th, CrossRankReport& out);
 
 std::string cross_rank_text(const CrossRankReport& r, bool standin, int max_step_lines = 40);
 std::string cross_rank_json(const CrossRankReport& r, bool standin);
