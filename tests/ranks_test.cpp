@@ -112,4 +112,19 @@ TEST(Ranks, ABadOverrideFailsEveryRankBeforeAnyStarts) {
   EXPECT_NE(j.log.find("'7' is not a rank of this job (0..2)"), std::string::npos) << j.log;
 }
 
+// Without a launcher: a rank's shard can run alone (no all-reduce), but a world that would need to meet
+// is refused before anything starts, saying how to launch it.
+TEST(Ranks, AWorldWithoutALauncherRunsOneShardAloneOrIsRefused) {
+  const std::string dir = stalldx::testing::temp_dir("ranks-alone");
+  const std::string base = fmt::format("{} run --data {} --device none --batch 4 --workers 1 --steps 2 --warmup 0 --step-ms 1 --world-size 3 --rank 1",
+                                       STALLDX_BINARY, stalldx::testing::small_dataset());
+  int rc = WEXITSTATUS(std::system(fmt::format("{} --allreduce-mb 0 --trace {}/o.json > {}/alone.txt 2>&1", base, dir, dir).c_str()));
+  EXPECT_EQ(rc, 0) << stalldx::testing::read_file(dir + "/alone.txt");
+  EXPECT_TRUE(std::filesystem::exists(dir + "/o.rank1.json"));
+  rc = WEXITSTATUS(std::system(fmt::format("{} > {}/refused.txt 2>&1", base, dir).c_str()));
+  const std::string log = stalldx::testing::read_file(dir + "/refused.txt");
+  EXPECT_EQ(rc, 2) << log;
+  EXPECT_NE(log.find("mpirun -np 3"), std::string::npos) << log;
+}
+
 }  // namespace
