@@ -31,6 +31,8 @@ TEST(RoleMap, DefaultsCoverPyTorchDaliAndStalldxNames) {
   EXPECT_EQ(m.match("decode_transform", ""), Role::decode);
   EXPECT_EQ(m.match("__getitem__", ""), Role::decode);
   EXPECT_EQ(m.match("[DALI] FileReader", ""), Role::retrieval);
+  EXPECT_EQ(m.match("ncclAllReduce", "NCCL"), Role::collective);
+  EXPECT_EQ(m.match("MPI_Allreduce", ""), Role::collective);
   // The seed's data_load holds retrieval and submission: unmapped, so the diagnosis can say so.
   EXPECT_FALSE(m.match("data_load", "").has_value());
   EXPECT_FALSE(m.match("my_custom_thing", "").has_value());
