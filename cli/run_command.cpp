@@ -104,6 +104,9 @@ Action add_run_command(CLI::App& app) {
       if (!a->json)
         if (!print_checked("run", fmt::format("  trace   {}{} (open in ui.perfetto.dev)\n", c.trace, trace_check.replaced ? " (replaced the file that was there)" : "")))
           rc = 1;
+      if (!a->json && c.world_size > 1)  // rank 0: where the answer across ranks is
+        if (!print_checked("run", fmt::format("  ranks   stalldx diagnose {} names each step's straggler\n", ranks::rank_trace_pattern(c.trace, c.rank))))
+          rc = 1;
     }
     if (r.interrupted) {
       fmt::print(stderr, "stalldx run: interrupted after {} steps\n", r.steps_completed);

@@ -50,4 +50,11 @@ std::string rank_trace_path(const std::string& path, int rank) {
   return (p.parent_path() / fmt::format("{}.rank{}{}", stem, rank, ext)).string();
 }
 
+std::string rank_trace_pattern(const std::string& rank_path, int rank) {
+  std::string p = rank_path;
+  const std::string mine = fmt::format(".rank{}", rank);
+  if (const auto at = p.rfind(mine); at != std::string::npos) p.replace(at, mine.size(), ".rank*");
+  return p;
+}
+
 }  // namespace stalldx::ranks

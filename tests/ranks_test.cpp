@@ -103,6 +103,7 @@ TEST(Ranks, EachRankReadsADisjointShardAndWritesItsOwnTrace) {
   EXPECT_NE(line(1).find("| batch 4 |"), std::string::npos) << "and rank 0 only\n" << j.log;
   EXPECT_NE(line(2).find("trace " + std::string("")), std::string::npos);
   EXPECT_NE(line(2).find(".rank2.json"), std::string::npos) << j.log;
+  EXPECT_NE(j.log.find("/out.rank*.json names each step's straggler"), std::string::npos) << "rank 0 says how to diagnose them all\n" << j.log;
 }
 
 TEST(Ranks, ABadOverrideFailsEveryRankBeforeAnyStarts) {

@@ -47,6 +47,8 @@ void describe(const World& w, std::map<std::string, std::string>& meta);
 
 // "out.json" -> "out.rank2.json" (the extension kept; none: appended).
 std::string rank_trace_path(const std::string& path, int rank);
+// "out.rank2.json" (rank_trace_path's) -> "out.rank*.json": every rank's trace, for the shell.
+std::string rank_trace_pattern(const std::string& rank_path, int rank);
 
 // The step's all-reduce on host buffers: `mb` MB of floats summed across all ranks (MPI_Allreduce),
 // after a one-integer agreement on whether any rank is leaving. Null when the build has no MPI.
