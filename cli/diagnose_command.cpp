@@ -36,7 +36,7 @@ void add_threshold_options(CLI::App& sub, diagnose::Thresholds& th) {
 
 namespace {
 // Several traces: the ranks of one MPI job, read one at a time and reduced (memory: the largest rank).
-int diagnose_ranks(const std::vector<std::string>& files, const diagnose::Thresholds& th, bool json) {
+int diagnose_ranks(const std::vector<std::string>& files, const diagnose::Thresholds& th, bool json, const std::string& svg) {
   diagnose::CrossRankAccumulator acc;
   bool standin = false;
   std::string lines;
@@ -55,7 +55,10 @@ int diagnose_ranks(const std::vector<std::string>& files, const diagnose::Thresh
   const diagnose::CrossRankReport rep = acc.finish();
   exit_on_signal(false);
   const std::string out = json ? diagnose::cross_rank_json(rep, standin) + "\n" : lines + diagnose::cross_rank_text(rep, standin);
-  return print_checked("diagnose", out) ? 0 : 1;
+  if (!print_checked("diagnose", out)) return 1;
+  if (!svg.empty())
+    if (Status st = write_file_atomic(svg, diagnose::cross_rank_svg(rep, standin)); !st.is_ok()) return fail("diagnose", st);
+  return 0;
 }
 }  // namespace
 
@@ -78,7 +81,11 @@ Action add_diagnose_command(CLI::App& app) {
       if (Status st = check_output_path(*path, check); !st.is_ok()) return fail_input("diagnose", st);
     }
     exit_on_signal(true);  // reading and diagnosing write nothing: Ctrl-C ends them at once
-    if (a->traces.size() > 1) return diagnose_ranks(a->traces, a->th, a->json);
+    if (a->traces.size() > 1) {
+      if (!a->html.empty() || !a->what_if.empty())
+        return fail_input("diagnose", Status::invalid("--html and --what-if read one trace; across ranks: the text, --json and --svg"));
+      return diagnose_ranks(a->traces, a->th, a->json, a->svg);
+    }
     const std::string& trace = a->traces.front();
     Trace t;
     fmt::print(stderr, "stalldx diagnose: reading {}\n", trace);

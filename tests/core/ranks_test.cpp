@@ -42,6 +42,17 @@ TEST(CrossRank, TheLastToArriveIsTheStragglerWithItsOwnVerdict) {
   EXPECT_NE(text.find("rank 2 is the straggler on 10 of 10 steady steps"), std::string::npos) << text;
 }
 
+TEST(CrossRank, TheChartShowsEachStepsWaitForWhomWithALegend) {
+  CrossRankReport rep;
+  ASSERT_TRUE(cross_rank({rank(0, 0.2), rank(2, 40, Verdict::retrieval), rank(1, 0.5)}, {}, rep).is_ok());
+  const std::string svg = cross_rank_svg(rep, false);
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+  EXPECT_NE(svg.find("step 5: waited 39.80 ms for rank 2 (retrieval)"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("straggler: rank 2"), std::string::npos);
+  EXPECT_NE(svg.find(">balanced</text>"), std::string::npos) << "the legend";
+}
+
 TEST(CrossRank, SmallLeadsAreBalanced) {
   CrossRankReport rep;
   // 3 ms apart on 100 ms steps: under 10 % of the window.

@@ -120,5 +120,9 @@ Status cross_rank(const std::vector<RankSteps>& ranks, const CrossRankThresholds
 
 std::string cross_rank_text(const CrossRankReport& r, bool standin, int max_step_lines = 40);
 std::string cross_rank_json(const CrossRankReport& r, bool standin);
+// SVG: per steady step the others' longest wait in the all-reduce (ms), coloured by the straggler's own
+// verdict and labelled with its rank; steps that do not fit are grouped (mean wait, the most frequent
+// straggler). Fixed width; every text escaped.
+std::string cross_rank_svg(const CrossRankReport& r, bool standin);
 
 }  // namespace stalldx::diagnose
