@@ -74,37 +74,33 @@ Action add_run_command(CLI::App& app) {
       rc = fail("run", st);
       if (r.steps_completed == 0) return rc;
     }
-    // Ranks: one line each (rank 0's full report follows); traces diagnose together with
-    // `stalldx diagnose out.rank*.json`.
-    if (c.world_size > 1) {
-      if (!print_checked("run", tasks::rank_line(r))) rc = 1;
-      if (c.rank != 0) {
-        if (r.has_trace && !c.trace.empty())
-          if (Status ws = write_trace_file(r.trace, c.trace); !ws.is_ok()) return fail("run", ws);
-        return r.interrupted ? stop_flag().exit_code() : rc;
+    // Ranks: one line each; only rank 0 (or a run alone) prints the full report and diagnosis. Every
+    // rank writes its trace: `stalldx diagnose out.rank*.json` reads them together.
+    if (c.world_size > 1 && !print_checked("run", tasks::rank_line(r))) rc = 1;
+    const bool report = c.rank == 0;
+    if (report) {
+      // Profiled: the diagnosis of this very run follows the measurements.
+      std::string out;
+      const diagnose::Report rep = r.has_trace ? diagnose::diagnose(r.trace) : diagnose::Report{};
+      if (a->json) {
+        nlohmann::json j = tasks::run_report_json(r);
+        if (r.has_trace) j["diagnosis"] = nlohmann::json::parse(diagnose::report_json(rep));
+        out = j.dump(2) + "\n";
+      } else {
+        out = tasks::run_report_text(r);
+        if (r.has_trace) out += "\n" + diagnose::report_text(rep, true);
       }
+      if (!print_checked("run", out)) rc = 1;
+      if (r.has_trace && !a->html.empty())
+        if (Status ws = write_file_atomic(a->html, diagnose::report_html(rep, c.trace.empty() ? std::string("stalldx run") : c.trace)); !ws.is_ok())
+          rc = fail("run", ws);
     }
-    // Profiled: the diagnosis of this very run follows the measurements.
-    std::string out;
-    const diagnose::Report rep = r.has_trace ? diagnose::diagnose(r.trace) : diagnose::Report{};
-    if (a->json) {
-      nlohmann::json j = tasks::run_report_json(r);
-      if (r.has_trace) j["diagnosis"] = nlohmann::json::parse(diagnose::report_json(rep));
-      out = j.dump(2) + "\n";
-    } else {
-      out = tasks::run_report_text(r);
-      if (r.has_trace) out += "\n" + diagnose::report_text(rep, true);
-    }
-    if (!print_checked("run", out)) rc = 1;
-    if (r.has_trace && !a->html.empty())
-      if (Status ws = write_file_atomic(a->html, diagnose::report_html(rep, c.trace.empty() ? std::string("stalldx run") : c.trace)); !ws.is_ok())
-        rc = fail("run", ws);
     if (r.has_trace && !c.trace.empty()) {
       if (Status ws = write_trace_file(r.trace, c.trace); !ws.is_ok()) return fail("run", ws);
-      if (!a->json)
+      if (report && !a->json)
         if (!print_checked("run", fmt::format("  trace   {}{} (open in ui.perfetto.dev)\n", c.trace, trace_check.replaced ? " (replaced the file that was there)" : "")))
           rc = 1;
-      if (!a->json && c.world_size > 1)  // rank 0: where the answer across ranks is
+      if (report && !a->json && c.world_size > 1)  // where the answer across ranks is
         if (!print_checked("run", fmt::format("  ranks   stalldx diagnose {} names each step's straggler\n", ranks::rank_trace_pattern(c.trace, c.rank))))
           rc = 1;
     }

@@ -7,11 +7,10 @@
 #include <charconv>
 #include <map>
 
-#include "stalldx/stats.h"
-
 namespace stalldx::diagnose {
 
 namespace {
+// A number the world wrote beside the run config (clock offset, uncertainty); false if absent or not one.
 template <typename T>
 bool meta_number(const Trace& t, const char* key, T& out) {
   const auto it = t.meta.config.find(key);
@@ -25,9 +24,17 @@ Status rank_steps(const Trace& t, const std::string& file, const Thresholds& th,
   out = RankSteps{};
   out.file = file;
   std::int64_t offset = 0;
-  if (!meta_number(t, "rank", out.rank) || !meta_number(t, "world_size", out.world_size) || !t.meta.config.count("run_id"))
-    return Status::invalid(fmt::format("{}: not a rank's trace (no rank, world_size and run_id: written by `stalldx run` under mpirun)", file));
-  if (out.rank < 0 || out.world_size < 1 || out.rank >= out.world_size)
+  // rank and world_size are run fields: parsed and range-checked by the field table.
+  RunConfig c;
+  for (const char* field : {"rank", "world_size"}) {
+    const auto it = t.meta.config.find(field);
+    if (it == t.meta.config.end() || !t.meta.config.count("run_id"))
+      return Status::invalid(fmt::format("{}: not a rank's trace (no rank, world_size and run_id: written by `stalldx run` under mpirun)", file));
+    if (Status st = find_run_field(field)->assign(c, it->second); !st.is_ok()) return st.prefixed(file);
+  }
+  out.rank = c.rank;
+  out.world_size = c.world_size;
+  if (out.rank >= out.world_size)
     return Status::invalid(fmt::format("{}: rank {} of world size {} is impossible", file, out.rank, out.world_size));
   out.run_id = t.meta.config.at("run_id");
   if (auto h = t.meta.config.find("host"); h != t.meta.config.end()) out.host = h->second;

@@ -40,8 +40,6 @@ void make_taps(Taps& t, int n, double start, double extent, int in_size) {
   t.first.assign(static_cast<std::size_t>(n), 0);
   t.count.assign(static_cast<std::size_t>(n), 0);
   t.w.assign(static_cast<std::size_t>(n) * t.width, 0.f);
-  double raw[64];
-  std::vector<double> big;
   for (int o = 0; o < n; ++o) {
     const double centre = start + (o + 0.5) * scale;
     int lo = std::max(0, static_cast<int>(std::floor(centre - support + 0.5)));
@@ -52,20 +50,17 @@ void make_taps(Taps& t, int n, double start, double extent, int in_size) {
     }
     hi = std::min(hi, lo + t.width);
     const int count = hi - lo;
-    double* wv = raw;
-    if (count > 64) { big.resize(static_cast<std::size_t>(count)); wv = big.data(); }
+    const auto weight = [&](int j) { return std::max(0.0, 1.0 - std::abs((lo + j - centre + 0.5) / fscale)); };
     double sum = 0;
-    for (int j = 0; j < count; ++j) {
-      const double x = (lo + j - centre + 0.5) / fscale;
-      wv[j] = std::max(0.0, 1.0 - std::abs(x));
-      sum += wv[j];
-    }
-    if (sum <= 0) { wv[0] = 1; sum = 1; for (int j = 1; j < count; ++j) wv[j] = 0; }
+    for (int j = 0; j < count; ++j) sum += weight(j);
     // Keep the window inside the source: shift it left when it would run past the end.
     const int first = std::min(lo, in_size - t.width);
     const int shift = lo - first;
     float* dst = &t.w[static_cast<std::size_t>(o) * t.width];
-    for (int j = 0; j < count; ++j) dst[shift + j] = static_cast<float>(wv[j] / sum);
+    if (sum > 0)
+      for (int j = 0; j < count; ++j) dst[shift + j] = static_cast<float>(weight(j) / sum);
+    else
+      dst[shift] = 1.f;  // no pixel under the triangle: the nearest one
     t.first[static_cast<std::size_t>(o)] = first;
     t.count[static_cast<std::size_t>(o)] = shift + count;
   }
@@ -145,9 +140,7 @@ void resample_into(const DecodedRegion& r, const CropBox& box, int size, OutputF
     scale[c] = 1.f / (255.f * kStd[c]);
     bias[c] = -kMean[c] / kStd[c];
   }
-  thread_local std::vector<int> first_x;  // xt.first relative to x0
-  first_x.resize(static_cast<std::size_t>(size));
-  for (int o = 0; o < size; ++o) first_x[static_cast<std::size_t>(o)] = xt.first[static_cast<std::size_t>(o)] - x0;
+  for (int& f : xt.first) f -= x0;  // the horizontal pass reads the row from column x0
   for (int oy = 0; oy < size; ++oy) {
     const int first = yt.first[static_cast<std::size_t>(oy)];
     const int count = yt.count[static_cast<std::size_t>(oy)];
@@ -155,14 +148,14 @@ void resample_into(const DecodedRegion& r, const CropBox& box, int size, OutputF
     weighted_rows(rows.data(), &yt.w[static_cast<std::size_t>(oy) * yt.width], count, n, row.data());
     if (format == OutputFormat::float32_nchw) {
       float* out = static_cast<float*>(dst) + static_cast<std::size_t>(oy) * size;
-      horizontal_row_any(row.data(), first_x.data(), xt.w.data(), xt.width, size, [&](int ox, v4f v) {
+      horizontal_row_any(row.data(), xt.first.data(), xt.w.data(), xt.width, size, [&](int ox, v4f v) {
         out[ox] = v[0] * scale[0] + bias[0];
         out[plane + ox] = v[1] * scale[1] + bias[1];
         out[2 * plane + ox] = v[2] * scale[2] + bias[2];
       });
     } else {
       std::uint8_t* out = static_cast<std::uint8_t*>(dst) + static_cast<std::size_t>(oy) * size * 3;
-      horizontal_row_any(row.data(), first_x.data(), xt.w.data(), xt.width, size, [&](int ox, v4f v) {
+      horizontal_row_any(row.data(), xt.first.data(), xt.w.data(), xt.width, size, [&](int ox, v4f v) {
         v4f c = v + 0.5f;
         c = c < 0.f ? 0.f : c;  // lane-wise clamp to [0, 255], then truncate: round to nearest
         c = c > 255.f ? 255.f : c;

@@ -134,9 +134,11 @@ Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<
   std::int64_t prev_end = now_ns();
   std::int64_t steady_begin = prev_end;
   Status failure;
-  // The collective's spans (begin, end) per step, for the stand-in's device records; reserved: no
-  // allocation in the loop.
-  std::vector<std::pair<std::int64_t, std::int64_t>> collective_spans;
+  // The collective's spans per step, for the stand-in's device records; reserved: no allocation in the loop.
+  struct Span {
+    std::int64_t step, begin_ns, end_ns;
+  };
+  std::vector<Span> collective_spans;
   if (collective != nullptr) collective_spans.reserve(static_cast<std::size_t>(total));
   // With ranks, leaving is agreed at the end of a step: a rank never breaks out alone.
   bool leaving = false;
@@ -151,14 +153,14 @@ Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<
         any = true;
       }
     }
-    if (!any) collective_spans.emplace_back(b, now_ns());
+    if (!any) collective_spans.push_back({s, b, now_ns()});
     return leaving || any;
   };
   for (int s = 0; s < total; ++s) {
     if (stop && stop->load()) {
       r.interrupted = true;
       leaving = true;
-      if (collective != nullptr) rank_step_end(s);
+      rank_step_end(s);
       break;
     }
     if (s == 0 && on_phase) on_phase(RunPhase::started);
@@ -234,16 +236,16 @@ Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<
     // The stand-in plays the device: its all-reduce is device work too (NCCL's kernels would be).
     if (collective != nullptr && r.device.standin) {
       const NameId name = t.intern(collective->describe());
-      for (std::size_t i = 0; i < collective_spans.size(); ++i) {
+      for (const Span& span : collective_spans) {
         DeviceActivity a;
-        a.begin_ns = collective_spans[i].first;
-        a.end_ns = collective_spans[i].second;
+        a.begin_ns = span.begin_ns;
+        a.end_ns = span.end_ns;
         a.device = -1;
         a.stream = 1;  // its own lane beside the stand-in's step
         a.kind = ActivityKind::standin;
         a.name = name;
         a.bytes = collective->bytes();
-        a.step = static_cast<std::int64_t>(i);
+        a.step = span.step;
         t.activities.push_back(a);
       }
     }

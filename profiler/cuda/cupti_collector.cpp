@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "api_selection.h"
 #include "buffer_queue.h"
 #include "collectors.h"
 #include "stalldx/profiler.h"
@@ -46,33 +47,6 @@ std::string api_name(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
   if (const auto p = s.rfind("_v"); p != std::string::npos && p + 2 < s.size() && std::isdigit(static_cast<unsigned char>(s[p + 2])))
     s.resize(p);  // cudaMemcpyAsync_v3020 -> cudaMemcpyAsync
   return s;
-}
-
-// A call that only reads state: it neither launches, copies, sets, synchronizes nor allocates. PyTorch
-// makes thousands a step (H200, eager ResNet-50, 35 steps: 229,596 cudaGetDevice, 75,856
-// cuDevicePrimaryCtxGetState, 23,072 cudaGetLastError, ... against 20,300 kernel launches). Without every_call
-// these get no record. The test is on CUPTI's own callback names, once per id at start, never per call.
-bool state_query(std::string_view name) {
-  for (std::string_view w : {"Get", "Peek", "IsCapturing", "Occupancy", "FuncSetAttribute", "FuncSetCacheConfig", "FuncSetSharedMemConfig"})
-    if (name.find(w) != std::string_view::npos) return true;
-  return false;
-}
-
-// Stops activity records for the state queries of one API domain (its kind already enabled: enabling
-// the kind later would override this). Returns how many ids were turned off. (The other way round —
-// the kind off, every other id turned on one by one — lost the runtime records kernels correlate to on
-// the H200, gpu_test, 2026-12-03, and cost no less: this way is the one measured.)
-std::size_t skip_state_queries(CUpti_CallbackDomain domain) {
-  const CUpti_CallbackId end = domain == CUPTI_CB_DOMAIN_DRIVER_API ? static_cast<CUpti_CallbackId>(CUPTI_DRIVER_TRACE_CBID_SIZE)
-                                                                    : static_cast<CUpti_CallbackId>(CUPTI_RUNTIME_TRACE_CBID_SIZE);
-  std::size_t n = 0;
-  for (CUpti_CallbackId id = 1; id < end; ++id) {
-    const char* name = nullptr;
-    if (cuptiGetCallbackName(domain, id, &name) != CUPTI_SUCCESS || name == nullptr || !state_query(name)) continue;
-    const CUptiResult r = domain == CUPTI_CB_DOMAIN_DRIVER_API ? cuptiActivityEnableDriverApi(id, 0) : cuptiActivityEnableRuntimeApi(id, 0);
-    n += r == CUPTI_SUCCESS;
-  }
-  return n;
 }
 
 MemKind mem_kind(std::uint8_t k) {
