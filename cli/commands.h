@@ -8,7 +8,10 @@
 #include <functional>
 #include <string_view>
 
+#include <fmt/format.h>
+
 #include "stalldx/diagnose/diagnosis.h"
+#include "stalldx/output_file.h"
 #include "stalldx/status.h"
 #include "stalldx/stop.h"
 
@@ -40,5 +43,10 @@ int fail(std::string_view command, const Status& st);
 int fail_input(std::string_view command, const Status& st);
 // Writes `text` to stdout; on failure (a full disk, a closed pipe) says so on stderr and returns false.
 bool print_checked(std::string_view command, std::string_view text);
+// A message on stderr (progress, notes, errors) that never throws: a closed stderr drops it.
+template <typename... T>
+void note(fmt::format_string<T...> f, T&&... args) {
+  write_stderr(fmt::format(f, std::forward<T>(args)...));
+}
 
 }  // namespace stalldx::cli

@@ -24,11 +24,11 @@ Action add_dataset_command(CLI::App& app) {
   return [opts] {
     datasets::GeneratorReport rep;
     opts->stop = &stop_flag();
-    fmt::print(stderr, "stalldx dataset: writing {} images to {}\n", static_cast<long long>(opts->classes) * opts->images_per_class, opts->root);
+    note("stalldx dataset: writing {} images to {}\n", static_cast<long long>(opts->classes) * opts->images_per_class, opts->root);
     Status st = datasets::generate_dataset(*opts, rep);
     if (!st.is_ok()) return fail("dataset", st);
     if (rep.interrupted) {
-      fmt::print(stderr, "stalldx dataset: interrupted; '{}' is marked incomplete (never used as a dataset): finish it with --resume\n",
+      note("stalldx dataset: interrupted; '{}' is marked incomplete (never used as a dataset): finish it with --resume\n",
                  opts->root);
       return stop_flag().exit_code();
     }

@@ -44,7 +44,7 @@ int diagnose_ranks(const std::vector<std::string>& files, const diagnose::Thresh
     Trace t;
     record::KinetoReport kineto;
     bool was_kineto = false;
-    fmt::print(stderr, "stalldx diagnose: reading {}\n", f);
+    note("stalldx diagnose: reading {}\n", f);
     if (Status st = record::read_any_trace(f, record::RoleMap::defaults(), t, kineto, was_kineto); !st.is_ok()) return fail_input("diagnose", st);
     diagnose::RankSteps r;
     if (Status st = diagnose::rank_steps(t, f, th, r); !st.is_ok()) return fail_input("diagnose", st);
@@ -88,16 +88,16 @@ Action add_diagnose_command(CLI::App& app) {
     }
     const std::string& trace = a->traces.front();
     Trace t;
-    fmt::print(stderr, "stalldx diagnose: reading {}\n", trace);
+    note("stalldx diagnose: reading {}\n", trace);
     record::KinetoReport kineto;
     bool was_kineto = false;
     if (Status st = record::read_any_trace(trace, record::RoleMap::defaults(), t, kineto, was_kineto); !st.is_ok())
       return fail_input("diagnose", st);
     if (was_kineto) {
-      fmt::print(stderr, "stalldx diagnose: torch.profiler trace: {} events → {} host ranges, {} CUDA calls, {} device records; {} CPU ops "
+      note("stalldx diagnose: torch.profiler trace: {} events → {} host ranges, {} CUDA calls, {} device records; {} CPU ops "
                          "folded into their parents; {} events not understood\n",
                  kineto.events, kineto.host_ranges, kineto.calls, kineto.device, kineto.folded_ops, kineto.not_understood);
-      for (const std::string& n : kineto.notes) fmt::print(stderr, "  note: {}\n", n);
+      for (const std::string& n : kineto.notes) note("  note: {}\n", n);
     }
     const diagnose::Report rep = diagnose::diagnose(t, a->th);
     exit_on_signal(false);  // outputs: finish or fail cleanly

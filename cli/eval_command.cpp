@@ -32,9 +32,9 @@ Action add_eval_command(CLI::App& app) {
     o->stalldx = std::filesystem::read_symlink("/proc/self/exe", ec).string();
     if (ec) return fail("eval", Status::internal("cannot find this executable (/proc/self/exe)"));
     tasks::EvalResult r;
-    const Status st = tasks::run_eval(*o, r, &stop_flag(), [](const std::string& line) { fmt::print(stderr, "stalldx eval: {}\n", line); });
+    const Status st = tasks::run_eval(*o, r, &stop_flag(), [](const std::string& line) { note("stalldx eval: {}\n", line); });
     if (!st.is_ok()) return fail("eval", st);
-    for (const std::string& f : r.failures) fmt::print(stderr, "stalldx eval: {}\n", f);
+    for (const std::string& f : r.failures) note("stalldx eval: {}\n", f);
     if (!print_checked("eval", *json ? r.confusion_json + "\n" : r.confusion_text + r.agreement_text)) return 1;
     if (r.interrupted) return stop_flag().exit_code();
     return r.failures.empty() ? 0 : 1;

@@ -15,7 +15,7 @@ StopFlag& stop_flag() {
   return flag;
 }
 int fail(std::string_view command, const Status& st) {
-  fmt::print(stderr, "stalldx {}: {}\n", command, st.message());
+  note("stalldx {}: {}\n", command, st.message());
   return st.code() == Status::Code::invalid_argument || st.code() == Status::Code::parse_error ? 2 : 1;
 }
 int fail_input(std::string_view command, const Status& st) {
@@ -24,7 +24,7 @@ int fail_input(std::string_view command, const Status& st) {
 }
 bool print_checked(std::string_view command, std::string_view text) {
   if (Status st = write_stdout(text); !st.is_ok()) {
-    fmt::print(stderr, "stalldx {}: {}\n", command, st.message());
+    note("stalldx {}: {}\n", command, st.message());
     return false;
   }
   return true;
@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
   for (CLI::App* sub : app.get_subcommands({})) sub->fallthrough();
   if (const std::string config = stalldx::cli::config_argument(argc, argv); !config.empty())
     if (stalldx::Status st = stalldx::cli::check_config_file(config, app); !st.is_ok()) {
-      fmt::print(stderr, "stalldx: {}\n", st.message());
+      stalldx::cli::note("stalldx: {}\n", st.message());
       return 2;
     }
   try {

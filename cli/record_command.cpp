@@ -64,10 +64,10 @@ Action add_record_command(CLI::App& app) {
     a->options.inject_library = tasks::find_inject_library("");
     tasks::RecordResult r;
     if (Status st = tasks::run_record(a->options, r, &stop_flag()); !st.is_ok()) return fail("record", st);
-    fmt::print(stderr, "{}", tasks::record_summary_text(r));
+    note("{}", tasks::record_summary_text(r));
     if (!r.started) return r.exit_code();
-    if (a->options.keep_parts) fmt::print(stderr, "  parts kept in {}\n", r.parts_dir);
-    fmt::print(stderr, "  trace: {}\n", a->options.trace);
+    if (a->options.keep_parts) note("  parts kept in {}\n", r.parts_dir);
+    note("  trace: {}\n", a->options.trace);
     const diagnose::Report rep = diagnose::diagnose(r.trace, a->th);
     const std::string out = a->json ? diagnose::report_json(rep) + "\n" : diagnose::report_text(rep, !a->no_summaries);
     if (!print_checked("record", out)) return r.exit_code() != 0 ? r.exit_code() : 1;

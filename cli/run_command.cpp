@@ -55,20 +55,21 @@ Action add_run_command(CLI::App& app) {
       OutputCheck html_check{"HTML report", c.data};
       if (Status st = check_output_path(a->html, html_check); !st.is_ok()) return fail_input("run", st);
     }
-    const auto collective = c.world_size > 1 && c.allreduce_mb > 0 ? ranks::make_host_all_reduce(world, c.allreduce_mb) : nullptr;
+    std::unique_ptr<pipeline::StepCollective> collective;
+    if (Status st = ranks::make_step_collective(world, c, collective); !st.is_ok()) return fail("run", st);
     const std::string who = c.world_size > 1 ? fmt::format(" (rank {} of {})", c.rank, c.world_size) : "";
     pipeline::RunResult r;
     // Progress on stderr: where the run is (also what the signal tests wait for before interrupting).
     Status st = pipeline::run_pipeline(c, r, &stop_flag().requested, [&c, &r, &who](pipeline::RunPhase phase) {
       if (phase == pipeline::RunPhase::started) {
-        for (const std::string& n : r.device.notes) fmt::print(stderr, "stalldx run: note: {}\n", n);
-        fmt::print(stderr, "stalldx run{}: started ({} warm-up + {} steps)\n", who, c.warmup, c.steps);
+        for (const std::string& n : r.device.notes) note("stalldx run: note: {}\n", n);
+        note("stalldx run{}: started ({} warm-up + {} steps)\n", who, c.warmup, c.steps);
       } else {
-        fmt::print(stderr, "stalldx run{}: warm-up done, measuring {} steps\n", who, c.steps);
+        note("stalldx run{}: warm-up done, measuring {} steps\n", who, c.steps);
       }
     }, collective.get());
     if (r.has_trace && world.mpi) ranks::describe(world, r.trace.meta.config);
-    if (!r.device_notice.empty()) fmt::print(stderr, "stalldx: {}\n", r.device_notice);
+    if (!r.device_notice.empty()) note("stalldx: {}\n", r.device_notice);
     int rc = 0;
     if (!st.is_ok()) {
       rc = fail("run", st);
@@ -105,7 +106,7 @@ Action add_run_command(CLI::App& app) {
           rc = 1;
     }
     if (r.interrupted) {
-      fmt::print(stderr, "stalldx run: interrupted after {} steps\n", r.steps_completed);
+      note("stalldx run: interrupted after {} steps\n", r.steps_completed);
       return stop_flag().exit_code();
     }
     return rc;

@@ -21,11 +21,11 @@ void print_progress(bool tty, const tasks::SweepProgress& p) {
   const double eta = p.done ? p.elapsed_s / static_cast<double>(p.done) * static_cast<double>(p.total - p.done) : 0;
   if (tty) {
     const int width = 30, filled = static_cast<int>(width * p.done / std::max<std::size_t>(1, p.total));
-    fmt::print(stderr, "\r[{}{}] {}/{} points, ETA {:.0f}s  {}\x1b[K", std::string(filled, '#'), std::string(width - filled, '.'), p.done,
+    note("\r[{}{}] {}/{} points, ETA {:.0f}s  {}\x1b[K", std::string(filled, '#'), std::string(width - filled, '.'), p.done,
                p.total, eta, p.last);
-    if (p.done == p.total) fmt::print(stderr, "\n");
+    if (p.done == p.total) note("\n");
   } else {
-    fmt::print(stderr, "sweep: {}/{} points done ({}), ETA {:.0f}s\n", p.done, p.total, p.last, eta);
+    note("sweep: {}/{} points done ({}), ETA {:.0f}s\n", p.done, p.total, p.last, eta);
   }
 }
 }  // namespace
@@ -47,10 +47,10 @@ Action add_sweep_command(CLI::App& app) {
     const Status st = tasks::run_sweep(a->options, r, &stop_flag(), [tty](const tasks::SweepProgress& p) { print_progress(tty, p); });
     if (!st.is_ok()) return fail("sweep", st);
     if (r.resumed > 0)
-      fmt::print(stderr, "stalldx sweep: resumed, {} points were already measured{}\n", r.resumed,
+      note("stalldx sweep: resumed, {} points were already measured{}\n", r.resumed,
                  r.malformed_rows ? fmt::format(" ({} malformed rows ignored)", r.malformed_rows) : "");
     if (r.interrupted) {
-      fmt::print(stderr, "\nstalldx sweep: interrupted; {} points kept in {}/sweep.csv (--resume continues)\n", r.points.size(), a->options.out);
+      note("\nstalldx sweep: interrupted; {} points kept in {}/sweep.csv (--resume continues)\n", r.points.size(), a->options.out);
       return stop_flag().exit_code();
     }
     const std::string out = a->json ? diagnose::sweep_json(r.points, r.recommendation) + "\n"

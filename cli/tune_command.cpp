@@ -21,7 +21,7 @@ Action add_tune_command(CLI::App& app) {
   return [o] {
     tasks::TuneResult r;
     const Status st = tasks::run_tune(*o, r, &stop_flag(), [](const tasks::TuneRun& run) {
-      fmt::print(stderr, "stalldx tune: {} workers, prefetch {}: {}{}\n", run.workers, run.prefetch,
+      note("stalldx tune: {} workers, prefetch {}: {}{}\n", run.workers, run.prefetch,
                  run.profiled ? std::string("profiled") : fmt::format("{:.0f} img/s", run.images_per_second), run.profiled ? "" : "");
     });
     if (!st.is_ok()) return fail("tune", st);

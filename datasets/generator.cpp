@@ -216,15 +216,15 @@ Status ensure_default_dataset(std::string& root, bool verbose, const StopFlag* s
   o.images_per_class = 12;  // 1212 images: enough for several distinct batches of 128
   o.seed = 2026;
   o.stop = stop;
-  if (verbose) fmt::print(stderr, "stalldx: making the default dataset (once) in {}\n", root);
+  if (verbose) write_stderr(fmt::format("stalldx: making the default dataset (once) in {}\n", root));
   GeneratorReport rep;
   Status st = generate_dataset(o, rep);
   if (!st.is_ok()) return st;
   if (rep.interrupted) return Status::io("interrupted while making the default dataset (it is resumed next time)");
   if (Status ws = write_file_atomic(stamp.string(), "ok\n"); !ws.is_ok()) return ws;
   if (verbose)
-    fmt::print(stderr, "stalldx: {} images, {:.1f} KB mean, in {:.1f} s\n", rep.images,
-               rep.total_bytes / 1024.0 / static_cast<double>(rep.images), rep.seconds);
+    write_stderr(fmt::format("stalldx: {} images, {:.1f} KB mean, in {:.1f} s\n", rep.images,
+               rep.total_bytes / 1024.0 / static_cast<double>(rep.images), rep.seconds));
   return Status::ok();
 }
 

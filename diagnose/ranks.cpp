@@ -7,6 +7,8 @@
 #include <charconv>
 #include <map>
 
+#include "stalldx/launched_within.h"
+
 namespace stalldx::diagnose {
 
 namespace {
@@ -43,12 +45,28 @@ Status rank_steps(const Trace& t, const std::string& file, const Thresholds& th,
   out.interrupted = t.meta.interrupted;
   const Report rep = diagnose(t, th);
   out.standin = rep.coverage.standin;
+  // A rank arrives at a step's collective when its host enters the collective range — or, when that
+  // range only enqueued device work (NCCL), when that work began on the device: the other ranks' kernels
+  // wait there for this one's, whatever its host did meanwhile.
   std::map<std::int64_t, std::int64_t> arrive;  // step -> first collective begin
-  for (const HostRange& r : t.ranges)
-    if (r.role == Role::collective && r.step >= 0) {
-      auto [it, fresh] = arrive.emplace(r.step, r.begin_ns);
-      if (!fresh) it->second = std::min(it->second, r.begin_ns);
-    }
+  const auto earliest = [&arrive](std::int64_t step, std::int64_t ts) {
+    auto [it, fresh] = arrive.emplace(step, ts);
+    if (!fresh) it->second = std::min(it->second, ts);
+  };
+  std::map<std::int64_t, std::int64_t> on_device;
+  for (std::size_t i : activities_launched_within(t, Role::collective)) {
+    const DeviceActivity& a = t.activities[i];
+    if (a.step < 0 || !is_device_work(a.kind)) continue;
+    auto [it, fresh] = on_device.emplace(a.step, a.begin_ns);
+    if (!fresh) it->second = std::min(it->second, a.begin_ns);
+  }
+  out.device_arrival = !on_device.empty();
+  if (out.device_arrival) {
+    for (const auto& [step, ts] : on_device) earliest(step, ts);
+  } else {
+    for (const HostRange& r : t.ranges)
+      if (r.role == Role::collective && r.step >= 0) earliest(r.step, r.begin_ns);
+  }
   out.steps.reserve(rep.steps.size());
   for (const StepDiagnosis& sd : rep.steps) {
     RankSteps::Step s;

@@ -10,6 +10,7 @@
 #include "stalldx/stage/checksum.h"
 #include "dataset_index.h"
 #include "producer.h"
+#include "stalldx/launched_within.h"
 #include "stalldx/profiler.h"
 #include "stalldx/stats.h"
 
@@ -76,6 +77,15 @@ Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<
                     StepCollective* collective) {
   r = RunResult{};
   RunConfig c = config_in;
+  // With ranks, every rank reaches the collective's start, a rank whose set-up failed too (with no
+  // stage: the others learn it there), so no rank waits at the first step for one that returned.
+  struct StartGate {
+    StepCollective* collective;
+    bool started = false;
+    ~StartGate() {
+      if (collective != nullptr && !started) collective->start(nullptr);
+    }
+  } gate{collective};
   if (Status st = validate(c); !st.is_ok()) return st;
   DatasetIndex index;
   if (Status st = load_index(c.data, index); !st.is_ok()) return st;
@@ -119,9 +129,16 @@ Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<
       so.cupti = false;
       so.nvtx = true;
     }
+    // A device all-reduce's kernels may be launched through the driver API (NCCL does): record those
+    // calls too, so the kernels link to the collective range that enqueued them.
+    if (collective != nullptr) so.cupti_driver = true;
     if (Status st = stage->install_collectors(session); !st.is_ok()) return st;
     if (Status st = session.start(so); !st.is_ok()) return st;
     to_meta(c, session.mutable_trace().meta.config);
+  }
+  if (collective != nullptr) {
+    gate.started = true;
+    if (Status st = collective->start(stage.get()); !st.is_ok()) return st;
   }
   set_thread_name("consumer");
 
@@ -249,6 +266,10 @@ Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<
         t.activities.push_back(a);
       }
     }
+    // On a GPU the all-reduce's own device records (NCCL's kernels) carry its bytes.
+    if (collective != nullptr && !r.device.standin)
+      for (std::size_t i : activities_launched_within(t, Role::collective))
+        if (t.activities[i].bytes == 0 && is_device_work(t.activities[i].kind)) t.activities[i].bytes = collective->bytes();
     t.meta.device = r.device.description;
     t.meta.config["standin"] = r.device.standin ? "true" : "false";
     r.trace = std::move(t);

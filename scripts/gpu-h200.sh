@@ -10,6 +10,7 @@
 #   gpu-h200.sh perf      pipeline_bench on a ≥ 40 KB set (12,288 files, --detail 1.5) and the seed workload's knee
 #   gpu-h200.sh overhead  record's cost on example 2: native / record / lighter record options, alternating
 #   gpu-h200.sh counts    example 2's CUDA calls by name (every call recorded)
+#   gpu-h200.sh ranks     NCCL at world size 1 (recorded), then 4 ranks x 4 workers under the host's mpirun
 set -uo pipefail
 OUT=${OUT:-./gpu-out}; mkdir -p "$OUT"
 source .gpu/env.sh
@@ -95,6 +96,35 @@ for line in open(sys.argv[1]):
     c[e['name']] += 1; d[e['name']] += e.get('dur', 0)
 for n, k in c.most_common(40): print(f'{k:8d} {d[n]/1000:10.1f} ms  {n}')
 " /tmp/ov-every.json > "$OUT/api-counts.txt" 2>&1
+  ;;
+ranks)
+  {
+    echo "== NCCL all-reduce at world size 1, profiled"
+    NCCL_DEBUG=WARN stalldx run $seed --steps 20 --collective nccl --trace /tmp/nccl1.json > /tmp/nccl1.log 2>&1; echo "rc=$?"
+    grep -vE "^ +[0-9]+ +[0-9.]+ " /tmp/nccl1.log | head -40
+    echo "== the same, NCCL's own NVTX ranges off"
+    NCCL_NVTX_DISABLE=1 stalldx run $seed --steps 20 --collective nccl --trace /tmp/nccl1b.json > /tmp/nccl1b.log 2>&1; echo "rc=$?"; tail -5 /tmp/nccl1b.log
+    echo "== the same, no trace file"
+    stalldx run $seed --steps 20 --collective nccl > /tmp/nccl1c.log 2>&1; echo "rc=$?"; tail -3 /tmp/nccl1c.log
+    echo "== the seed workload without / with it, unprofiled"
+    stalldx run $seed --steps 30 --no-profile 2>&1 | grep result; stalldx run $seed --steps 30 --no-profile --collective nccl 2>&1 | grep result
+    echo "== device records launched inside the collective ranges"
+    grep -E '"cat":"(kernel|memcpy_d2d)"' /tmp/nccl1.json | grep '"bytes":51200000' | head -3 | cut -c1-300
+  } > "$OUT/nccl.txt" 2>&1
+  # The host's Open MPI (mpirun, its plugins) with its own libmpi: the bundle's Debian copy is dropped.
+  if [[ -e /usr/lib/x86_64-linux-gnu/libmpi.so.40 ]]; then rm -f .gpu/lib/libmpi.so.40 .gpu/lib/libopen-pal.so.40 .gpu/lib/libopen-rte.so.40; fi
+  { mpirun --version | head -1; ls /usr/lib/x86_64-linux-gnu/libmpi.so* ; } > "$OUT/mpi.txt" 2>&1
+  mpi="mpirun --allow-run-as-root --oversubscribe -np 4 -x LD_LIBRARY_PATH -x PATH -x XDG_CACHE_HOME"
+  # 51 MB on host buffers takes this host's Open MPI ~75 ms on 4 ranks (shared memory, no single-copy in
+  # the container): 8 MB keeps the step near --step-ms, so one worker's decode is the longer part.
+  base="--device none --batch 128 --workers 4 --prefetch 2 --step-ms 60 --allreduce-mb 8 --warmup 3 --steps 20"
+  for c in "balanced|" "slow-reads-r2|--rank-override 2:read-latency-ms=20" "one-worker-r1|--rank-override 1:workers=1"; do
+    name=${c%%|*}; args=${c#*|}
+    echo "-- $name: $args"
+    $mpi stalldx run $base $args --trace /tmp/r-$name.json > /tmp/r-$name.log 2>&1; echo "mpirun rc=$?"; grep -E "result|rank" /tmp/r-$name.log | head -8
+    stalldx diagnose /tmp/r-$name.rank*.json 2>&1 | head -40
+  done >> "$OUT/mpi.txt" 2>&1
+  tar czf "$OUT/ranks-traces.tgz" -C /tmp $(cd /tmp && ls r-*.rank*.json r-*.log nccl1*.log 2>/dev/null)
   ;;
 esac
 date -u +%FT%TZ >> "$OUT/machine.txt"

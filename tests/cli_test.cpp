@@ -147,6 +147,21 @@ TEST(Cli, FullStdoutIsAnErrorForEveryCommand) {
   }
 }
 
+// `stalldx run ... 2>&1 | head -c 1`: the reader leaves after one byte; the progress lines, the report
+// and its error message then meet a closed pipe. The run must end with an exit code (the trace still
+// written), never a signal — fmt::print on a closed stderr used to throw and abort.
+TEST(Cli, AReaderThatLeavesEarlyIsAnExitCodeNotACrash) {
+  const std::string dir = temp_dir("closed");
+  const std::string trace = dir + "/t.json";
+  const std::string cmd = fmt::format("bash -c '{} run --data {} --device none --batch 8 --warmup 1 --steps 4 --workers 1 --step-ms 20 "
+                                      "--trace {} 2>&1 | head -c 1 > /dev/null; exit ${{PIPESTATUS[0]}}'",
+                                      STALLDX_BINARY, small_dataset(), trace);
+  const int rc = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(rc));
+  EXPECT_LT(WEXITSTATUS(rc), 128) << "killed by signal " << WEXITSTATUS(rc) - 128;
+  EXPECT_TRUE(std::filesystem::exists(trace));
+}
+
 TEST(Cli, DatasetCommandWritesAManifest) {
   const std::string dir = temp_dir("ds") + "/d";
   const Result r = run(fmt::format("dataset {} --classes 2 --per-class 3", dir));

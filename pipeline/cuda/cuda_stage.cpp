@@ -162,6 +162,7 @@ class CudaStage final : public DeviceStage {
   }
 
   DeviceStats stats() const override { return stats_; }
+  void* cuda_stream() const override { return compute_; }
   void append_records(Trace&) const override {}  // device records come from CUPTI
 
  private:

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "stalldx/diagnose/ranks.h"
+#include "stalldx/launched_within.h"
 
 namespace stalldx::diagnose {
 namespace {
@@ -97,6 +98,58 @@ TEST(CrossRank, ARankThatDiedIsTheStragglerOfEveryStepAfterItsLast) {
     }
   EXPECT_EQ(never, 6);
   EXPECT_NE(cross_rank_text(rep, false).find("rank 1 never arrived"), std::string::npos);
+}
+
+// A rank's trace where each step's collective range only enqueues NCCL's kernel, which begins on the
+// device `device_late_ms` into the step (it waits there for the step's compute); with `linked` the
+// kernel's launching call is recorded inside the range, else the kernel has no call.
+Trace nccl_rank_trace(double device_late_ms, bool linked) {
+  Trace t;
+  t.meta.config = {{"rank", "0"}, {"world_size", "2"}, {"run_id", "r1"}};
+  t.threads.push_back({0, 1, "consumer"});
+  t.threads.push_back({1, 2, "worker"});
+  const auto ms = [](double v) { return static_cast<std::int64_t>(v * 1e6); };
+  const std::uint32_t kernel = t.intern("ncclDevKernel_AllReduce_Sum_bf16_RING_LL"), launch = t.intern("cuLaunchKernelEx");
+  for (int i = 0; i < 6; ++i) {
+    const double b = i * 100.0;
+    t.ranges.push_back({ms(b), ms(b + 100), 0, t.intern("step"), Role::step, i, i});
+    t.ranges.push_back({ms(b + 10), ms(b + 11), 0, t.intern("all_reduce"), Role::collective, i, i});
+    const std::uint64_t corr = 1000 + static_cast<std::uint64_t>(i);
+    if (linked) t.calls.push_back({ms(b + 10.5), ms(b + 10.6), 0, launch, corr, i});
+    t.calls.push_back({ms(b + 10.5), ms(b + 10.6), 1, launch, corr + 100, -1});  // another thread's call at the same time
+    DeviceActivity a;
+    a.begin_ns = ms(b + device_late_ms);
+    a.end_ns = ms(b + 95);
+    a.name = kernel;
+    a.correlation = corr;
+    a.step = i;
+    t.activities.push_back(a);
+    DeviceActivity other = a;
+    other.correlation = corr + 100;
+    other.begin_ns = ms(b + 1);
+    t.activities.push_back(other);
+  }
+  return t;
+}
+
+TEST(CrossRank, WithNcclARankArrivesWhenItsKernelBeginsOnTheDevice) {
+  RankSteps r;
+  ASSERT_TRUE(rank_steps(nccl_rank_trace(60, true), "nccl.rank0.json", {}, r).is_ok());
+  EXPECT_TRUE(r.device_arrival);
+  ASSERT_EQ(r.steps.size(), 6u);
+  for (const RankSteps::Step& s : r.steps) EXPECT_EQ(s.arrive_ns, static_cast<std::int64_t>((s.step * 100.0 + 60) * 1e6)) << s.step;
+  // Without the launching call the kernel cannot be told from other device work: the host range counts.
+  ASSERT_TRUE(rank_steps(nccl_rank_trace(60, false), "nccl.rank0.json", {}, r).is_ok());
+  EXPECT_FALSE(r.device_arrival);
+  for (const RankSteps::Step& s : r.steps) EXPECT_EQ(s.arrive_ns, static_cast<std::int64_t>((s.step * 100.0 + 10) * 1e6)) << s.step;
+}
+
+TEST(LaunchedWithin, OnlyWorkLaunchedFromInsideTheRoleOnItsOwnThread) {
+  const Trace t = nccl_rank_trace(60, true);
+  const std::vector<std::size_t> got = activities_launched_within(t, Role::collective);
+  ASSERT_EQ(got.size(), 6u);
+  for (std::size_t i : got) EXPECT_LT(t.activities[i].correlation, 1100u) << "not the other thread's";
+  EXPECT_TRUE(activities_launched_within(t, Role::decode).empty());
 }
 
 TEST(CrossRank, ARanksTraceNeedsItsRankFacts) {

@@ -116,4 +116,8 @@ Status write_stdout(std::string_view text) {
   return Status::ok();
 }
 
+void write_stderr(std::string_view text) noexcept {
+  if (!text.empty()) std::fwrite(text.data(), 1, text.size(), stderr);  // unbuffered: nothing to flush; a failure is dropped
+}
+
 }  // namespace stalldx

@@ -17,6 +17,7 @@ constexpr std::array<std::string_view, 3> kDeviceNames{"auto", "cuda", "none"};
 constexpr std::array<std::string_view, 2> kMemoryNames{"pinned", "pageable"};
 constexpr std::array<std::string_view, 2> kCopyNames{"batch", "sample"};
 constexpr std::array<std::string_view, 2> kBadSampleNames{"skip", "fail"};
+constexpr std::array<std::string_view, 4> kCollectiveNames{"auto", "mpi", "nccl", "none"};
 
 template <typename T>
 struct MemberOf;
@@ -150,6 +151,8 @@ const RunField kRunFields[] = {
                                   kRunOnly, 1, 1 << 20),
     field<&RunConfig::allreduce_mb>("allreduce_mb", "MB all-reduced after every step when world_size > 1 (default: ResNet-50's gradients "
                                     "in bf16; MPI_Allreduce on the host with --device none, NCCL on GPUs); 0 = none", kPlain, 0, 65536),
+    choice<&RunConfig::collective, kCollectiveNames>("collective", "the step's all-reduce: auto (with world_size > 1: NCCL on a GPU, "
+                                                     "MPI on host buffers with the stand-in), mpi, nccl (also alone: one rank), none"),
     field<&RunConfig::rank_override>("rank_override", "options for single ranks: 'R:option=value[,R:option=value]', "
                                      "e.g. 2:read-latency-ms=20 slows rank 2's reads", kRunOnly),
     field<&RunConfig::trace>("trace", "write a Chrome Trace JSON (opens in ui.perfetto.dev)", kNotCompared | kRunOnly),
@@ -215,6 +218,7 @@ const char* to_string(DeviceKind v) { return name_of(v, kDeviceNames); }
 const char* to_string(MemoryKind v) { return name_of(v, kMemoryNames); }
 const char* to_string(CopyStyle v) { return name_of(v, kCopyNames); }
 const char* to_string(BadSamplePolicy v) { return name_of(v, kBadSampleNames); }
+const char* to_string(CollectiveKind v) { return name_of(v, kCollectiveNames); }
 
 void to_meta(const RunConfig& c, std::map<std::string, std::string>& meta) {
   for (const RunField& f : kRunFields) meta[std::string(f.name)] = f.value(c);

@@ -39,5 +39,8 @@ Status refuse_non_regular(const std::string& path);
 
 // Writes to standard output and flushes; an error (EPIPE, ENOSPC, EBADF) is an io_error.
 Status write_stdout(std::string_view text);
+// Writes `text` to stderr, ignoring failure: progress and error messages must not end a program whose
+// reader went away (`| head` closes the pipe; fmt::print would throw and abort). Never throws.
+void write_stderr(std::string_view text) noexcept;
 
 }  // namespace stalldx

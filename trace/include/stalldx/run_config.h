@@ -25,6 +25,7 @@ enum class DeviceKind { auto_detect, cuda, none };
 enum class MemoryKind { pinned, pageable };
 enum class CopyStyle { batch, sample };
 enum class BadSamplePolicy { skip, fail };
+enum class CollectiveKind { auto_select, mpi, nccl, none };
 
 struct RunConfig {
   // data
@@ -67,6 +68,7 @@ struct RunConfig {
   int rank = 0;                        // this process's rank (set from MPI)
   int world_size = 1;                  // ranks in the job (set from MPI); > 1: a disjoint shard per rank
   double allreduce_mb = 51.2;          // all-reduce after every step when world_size > 1 (ResNet-50's gradients in bf16); 0 = none
+  CollectiveKind collective = CollectiveKind::auto_select;  // auto: with world_size > 1, NCCL on a GPU, MPI with the stand-in
   std::string rank_override;           // "R:option=value[,R:option=value...]": options for one rank only
   // profiling
   std::string trace;                   // write a trace here ("" = none)
@@ -116,6 +118,7 @@ const char* to_string(DeviceKind v);
 const char* to_string(MemoryKind v);
 const char* to_string(CopyStyle v);
 const char* to_string(BadSamplePolicy v);
+const char* to_string(CollectiveKind v);
 
 // The config as metadata (every field, name -> text).
 void to_meta(const RunConfig& c, std::map<std::string, std::string>& meta);

@@ -26,10 +26,11 @@ struct RankSteps {
   std::int64_t clock_uncertainty_ns = 0;
   bool interrupted = false;   // the rank's trace says its run ended early
   bool standin = false;
+  bool device_arrival = false;  // arrivals are when the collective's device work (NCCL's kernels) began, not its host range
   struct Step {
     std::int64_t step = -1;
     bool warmup = false;
-    std::int64_t arrive_ns = -1;  // its collective began (rank 0's clock); -1: it never reached one
+    std::int64_t arrive_ns = -1;  // its collective began, on the device or else the host (rank 0's clock); -1: never reached
     double window_ms = 0;
     Verdict verdict = Verdict::device_bound;
     std::string evidence;

@@ -60,8 +60,13 @@ using PhaseCallback = std::function<void(RunPhase)>;
 class StepCollective {
  public:
   virtual ~StepCollective() = default;
+  // Called once on every rank before the first step, with the run's device stage — or with null when
+  // this rank's set-up failed, so that the others learn it instead of waiting for it. Sets up the
+  // collective's side of the device (NCCL on the stage's stream); an error ends the run on this rank,
+  // and every rank gets one when any rank's set-up failed.
+  virtual Status start(DeviceStage* stage) = 0;
   virtual Status after_step(std::int64_t step, bool leaving, bool& any_leaving) = 0;
-  virtual std::string describe() const = 0;  // "MPI_Allreduce 51.2 MB", the device record's name
+  virtual std::string describe() const = 0;  // "MPI_Allreduce 51.2 MB", the stand-in's device record's name
   virtual std::uint64_t bytes() const = 0;
 };
 

@@ -50,8 +50,11 @@ std::string rank_trace_path(const std::string& path, int rank);
 // "out.rank2.json" (rank_trace_path's) -> "out.rank*.json": every rank's trace, for the shell.
 std::string rank_trace_pattern(const std::string& rank_path, int rank);
 
-// The step's all-reduce on host buffers: `mb` MB of floats summed across all ranks (MPI_Allreduce),
-// after a one-integer agreement on whether any rank is leaving. Null when the build has no MPI.
-std::unique_ptr<pipeline::StepCollective> make_host_all_reduce(const World& w, double mb);
+// The step's collective for this rank's config, or null when it has none (--allreduce-mb 0, --collective
+// none, or auto alone). Auto, with world_size > 1: NCCL on the GPU's stream when the run has a CUDA
+// device, MPI_Allreduce on host buffers with the stand-in — decided at start, once the device is known;
+// nccl also alone (one rank: its records, its cost); mpi on the host whatever the device. Each step it
+// first agrees with the others whether any rank is leaving. `w` must outlive it.
+Status make_step_collective(const World& w, const RunConfig& c, std::unique_ptr<pipeline::StepCollective>& out);
 
 }  // namespace stalldx::ranks

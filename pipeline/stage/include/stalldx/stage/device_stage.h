@@ -43,6 +43,10 @@ class DeviceStage {
   virtual Status drain() = 0;                // waits for all submitted work
   virtual Status finish() = 0;               // drains, then settles the figures (bandwidth, checksums); once
   virtual DeviceStats stats() const = 0;
+  // The CUDA stream (a cudaStream_t) the steps' compute is queued on, for device work that must follow
+  // a step and precede the next (a rank's all-reduce); owned by the stage, valid while it lives. Null
+  // for the host stand-in.
+  virtual void* cuda_stream() const { return nullptr; }
   // Device-side records this stage produced itself (the stand-in's compute lane); CUPTI records arrive
   // through the profiler instead.
   virtual void append_records(Trace& trace) const = 0;

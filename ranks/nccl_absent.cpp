@@ -1,0 +1,12 @@
+// ranks/device_all_reduce.h without NCCL in the build.
+#include "device_all_reduce.h"
+
+namespace stalldx::ranks {
+
+bool nccl_built() { return false; }
+
+Status make_nccl_all_reduce(const World&, std::size_t, void*, int, std::unique_ptr<DeviceAllReduce>&) {
+  return Status::unavailable("this stalldx was built without NCCL (CMake found no nccl.h/libnccl beside the CUDA toolkit): use --collective mpi");
+}
+
+}  // namespace stalldx::ranks

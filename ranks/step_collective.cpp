@@ -1,0 +1,75 @@
+// The step's collective (world.h make_step_collective): an agreement on leaving, then the gradients'
+// all-reduce — NCCL on the GPU's stream, or MPI on host buffers — chosen when the run's device is known.
+#include <fmt/format.h>
+
+#include <vector>
+
+#include "device_all_reduce.h"
+#include "stalldx/ranks/world.h"
+#include "transport.h"
+
+namespace stalldx::ranks {
+
+namespace {
+class StepAllReduce final : public pipeline::StepCollective {
+ public:
+  StepAllReduce(const World& w, const RunConfig& c) : w_(w), kind_(c.collective), mb_(c.allreduce_mb), device_(c.device_index) {}
+
+  Status start(pipeline::DeviceStage* stage) override {
+    bool any_failed = false;
+    if (Status st = agree_any(w_, stage == nullptr, any_failed); !st.is_ok()) return st;
+    if (stage == nullptr) return Status::ok();  // this rank's own failure is the one reported
+    if (any_failed) return Status::unavailable("another rank could not set up its run: this one stops with it");
+    const std::size_t bytes = static_cast<std::size_t>(mb_ * 1e6);
+    void* stream = stage->cuda_stream();
+    const bool nccl = kind_ == CollectiveKind::nccl || (kind_ == CollectiveKind::auto_select && stream != nullptr && nccl_built());
+    if (!nccl) {
+      host_.assign(bytes / sizeof(float), 0.f);
+      return Status::ok();
+    }
+    // Every rank agrees before NCCL: one on the host stand-in would leave the others in ncclCommInitRank.
+    Status mine = stream != nullptr ? Status::ok()
+                                    : Status::invalid("--collective nccl needs a CUDA device (this run has the host stand-in); use --collective mpi");
+    if (Status st = agree_any(w_, !mine.is_ok(), any_failed); !st.is_ok()) return st;
+    if (!mine.is_ok()) return mine;
+    if (any_failed) return Status::unavailable("another rank has no CUDA device for the NCCL all-reduce: this one stops with it");
+    return make_nccl_all_reduce(w_, bytes, stream, device_, device_reduce_);
+  }
+
+  Status after_step(std::int64_t, bool leaving, bool& any_leaving) override {
+    if (Status st = agree_any(w_, leaving, any_leaving); !st.is_ok()) return st;
+    if (any_leaving) return Status::ok();
+    if (device_reduce_) return device_reduce_->enqueue();
+    return host_sum(w_, host_.data(), host_.size());
+  }
+
+  std::string describe() const override {
+    return device_reduce_ ? device_reduce_->describe() : fmt::format("MPI_Allreduce {:.1f} MB", static_cast<double>(bytes()) / 1e6);
+  }
+  std::uint64_t bytes() const override { return device_reduce_ ? device_reduce_->bytes() : host_.size() * sizeof(float); }
+
+ private:
+  const World& w_;
+  CollectiveKind kind_;
+  double mb_;
+  int device_;
+  std::vector<float> host_;  // zeros: sums stay zeros, the bytes moved are what counts
+  std::unique_ptr<DeviceAllReduce> device_reduce_;
+};
+}  // namespace
+
+Status make_step_collective(const World& w, const RunConfig& c, std::unique_ptr<pipeline::StepCollective>& out) {
+  out.reset();
+  if (c.allreduce_mb <= 0 || c.collective == CollectiveKind::none) return Status::ok();
+  if (c.collective == CollectiveKind::auto_select && c.world_size <= 1) return Status::ok();
+  if (c.collective == CollectiveKind::nccl && !nccl_built())
+    return Status::unavailable("--collective nccl: this stalldx was built without NCCL (CMake found no nccl.h/libnccl beside the CUDA toolkit)");
+  if (c.collective == CollectiveKind::nccl && c.device == DeviceKind::none)
+    return Status::invalid("--collective nccl with --device none: NCCL needs a GPU; use --collective mpi");
+  if (c.world_size > 1 && !w.mpi && !built_with_mpi())
+    return Status::unavailable("--world-size > 1 with an all-reduce needs MPI (this stalldx was built without it)");
+  out = std::make_unique<StepAllReduce>(w, c);
+  return Status::ok();
+}
+
+}  // namespace stalldx::ranks
