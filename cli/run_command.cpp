@@ -1,4 +1,5 @@
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <memory>
 
@@ -33,9 +34,10 @@ Action add_run_command(CLI::App& app) {
     // An MPI job: every rank runs this; each becomes its own rank's config (shard, overrides, trace).
     ranks::World world;
     if (Status st = ranks::join(world); !st.is_ok()) return fail("run", st);
-    const struct Leave {
+    struct Leave {
       ranks::World& w;
-      ~Leave() { ranks::leave(w); }
+      bool abandoned = false;
+      ~Leave() { ranks::leave(w, abandoned); }
     } leave{world};
     if (Status st = ranks::configure_rank(world, c); !st.is_ok()) return fail("run", st);
     if (Status st = pipeline::validate(c); !st.is_ok()) return fail("run", st);
@@ -56,8 +58,8 @@ Action add_run_command(CLI::App& app) {
       if (Status st = check_output_path(a->html, html_check); !st.is_ok()) return fail_input("run", st);
     }
     std::unique_ptr<pipeline::StepCollective> collective;
-    if (Status st = ranks::make_step_collective(world, c, collective); !st.is_ok()) return fail("run", st);
-    const std::string who = c.world_size > 1 ? fmt::format(" (rank {} of {})", c.rank, c.world_size) : "";
+    if (Status st = ranks::make_step_collective(world, c, &stop_flag().requested, collective); !st.is_ok()) return fail("run", st);
+    const std::string who = c.world_size > 1 ? fmt::format(" (rank {} of {}, pid {})", c.rank, c.world_size, getpid()) : "";
     pipeline::RunResult r;
     // Progress on stderr: where the run is (also what the signal tests wait for before interrupting).
     Status st = pipeline::run_pipeline(c, r, &stop_flag().requested, [&c, &r, &who](pipeline::RunPhase phase) {
@@ -69,6 +71,7 @@ Action add_run_command(CLI::App& app) {
       }
     }, collective.get());
     if (r.has_trace && world.mpi) ranks::describe(world, r.trace.meta.config);
+    leave.abandoned = r.stuck_in_collective_step >= 0;
     if (!r.device_notice.empty()) note("stalldx: {}\n", r.device_notice);
     int rc = 0;
     if (!st.is_ok()) {

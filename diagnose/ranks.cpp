@@ -8,6 +8,7 @@
 #include <map>
 
 #include "stalldx/launched_within.h"
+#include "stalldx/rank_facts.h"
 
 namespace stalldx::diagnose {
 
@@ -30,7 +31,7 @@ Status rank_steps(const Trace& t, const std::string& file, const Thresholds& th,
   RunConfig c;
   for (const char* field : {"rank", "world_size"}) {
     const auto it = t.meta.config.find(field);
-    if (it == t.meta.config.end() || !t.meta.config.count("run_id"))
+    if (it == t.meta.config.end() || !t.meta.config.count(rank_facts::kRunId))
       return Status::invalid(fmt::format("{}: not a rank's trace (no rank, world_size and run_id: written by `stalldx run` under mpirun)", file));
     if (Status st = find_run_field(field)->assign(c, it->second); !st.is_ok()) return st.prefixed(file);
   }
@@ -38,10 +39,11 @@ Status rank_steps(const Trace& t, const std::string& file, const Thresholds& th,
   out.world_size = c.world_size;
   if (out.rank >= out.world_size)
     return Status::invalid(fmt::format("{}: rank {} of world size {} is impossible", file, out.rank, out.world_size));
-  out.run_id = t.meta.config.at("run_id");
-  if (auto h = t.meta.config.find("host"); h != t.meta.config.end()) out.host = h->second;
-  meta_number(t, "clock_offset_ns", offset);
-  meta_number(t, "clock_uncertainty_ns", out.clock_uncertainty_ns);
+  out.run_id = t.meta.config.at(rank_facts::kRunId);
+  if (auto h = t.meta.config.find(rank_facts::kHost); h != t.meta.config.end()) out.host = h->second;
+  meta_number(t, rank_facts::kClockOffsetNs, offset);
+  meta_number(t, rank_facts::kClockUncertaintyNs, out.clock_uncertainty_ns);
+  meta_number(t, rank_facts::kStuckInCollectiveStep, out.stuck_step);
   out.interrupted = t.meta.interrupted;
   const Report rep = diagnose(t, th);
   out.standin = rep.coverage.standin;
@@ -103,6 +105,7 @@ Status CrossRankAccumulator::add(const RankSteps& r) {
     st.warmup = st.warmup || s.warmup;
     st.window_sum_ms += s.window_ms;
     ++st.windows;
+    if (s.step == r.stuck_step) ++st.stuck;
     if (s.arrive_ns < 0) continue;
     ++st.arrivals;
     if (s.arrive_ns < st.first_ns) {
@@ -164,6 +167,13 @@ CrossRankReport CrossRankAccumulator::finish() const {
     if (dead != nullptr && dead->last_step < st.step) {
       cs.straggler = dead->rank;
       cs.never_arrived = true;
+    } else if (st.stuck > 0 && !out.missing.empty()) {
+      // Ranks were stopped waiting here, and every rank with a trace arrived: the one they waited for
+      // left none — it was killed in this step (the launcher then stopped the job).
+      cs.straggler = out.missing.front();
+      cs.never_arrived = true;
+      out.notes.push_back(fmt::format("step {}: {} rank{} stopped while waiting in the all-reduce; rank {}, which left no trace, never "
+                                      "arrived (it died or was killed there)", st.step, st.stuck, st.stuck == 1 ? " was" : "s were", cs.straggler));
     } else if (st.arrivals >= 2) {
       cs.waited_ms = (st.last_ns - st.first_ns) / 1e6;
       const double window = st.windows ? st.window_sum_ms / st.windows : 0;
@@ -178,10 +188,12 @@ CrossRankReport CrossRankAccumulator::finish() const {
       std::sort(arrived.begin(), arrived.end());
       for (const auto& [ns, rank] : arrived)
         if (rank != cs.straggler) cs.waiting.push_back(rank);
-      RankRow& sr = row(cs.straggler);
-      ++sr.straggler_steps;
-      sr.waited_ms += cs.waited_ms;
-      ++sr.verdicts_as_straggler[static_cast<std::size_t>(cs.straggler_verdict)];
+      if (!std::binary_search(out.missing.begin(), out.missing.end(), cs.straggler)) {  // a missing rank has no row
+        RankRow& sr = row(cs.straggler);
+        ++sr.straggler_steps;
+        sr.waited_ms += cs.waited_ms;
+        ++sr.verdicts_as_straggler[static_cast<std::size_t>(cs.straggler_verdict)];
+      }
     } else {
       ++out.balanced_steps;
     }

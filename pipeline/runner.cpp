@@ -11,6 +11,7 @@
 #include "dataset_index.h"
 #include "producer.h"
 #include "stalldx/launched_within.h"
+#include "stalldx/rank_facts.h"
 #include "stalldx/profiler.h"
 #include "stalldx/stats.h"
 
@@ -161,17 +162,21 @@ Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<
   bool leaving = false;
   const auto rank_step_end = [&](std::int64_t s) {
     if (collective == nullptr) return leaving;
-    bool any = false;
+    StepEnd end;
     const std::int64_t b = now_ns();
     {
       STALLDX_RANGE(collective, "all_reduce", RangeIds{s, s, -1});
-      if (Status st = collective->after_step(s, leaving, any); !st.is_ok() && failure.is_ok()) {
+      if (Status st = collective->after_step(s, leaving, end); !st.is_ok() && failure.is_ok()) {
         failure = st;
-        any = true;
+        end.any_leaving = true;
       }
     }
-    if (!any) collective_spans.push_back({s, b, now_ns()});
-    return leaving || any;
+    if (end.stopped_waiting) {
+      r.interrupted = true;
+      r.stuck_in_collective_step = s;
+    }
+    if (!end.any_leaving) collective_spans.push_back({s, b, now_ns()});
+    return leaving || end.any_leaving;
   };
   for (int s = 0; s < total; ++s) {
     if (stop && stop->load()) {
@@ -270,6 +275,7 @@ Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<
     if (collective != nullptr && !r.device.standin)
       for (std::size_t i : activities_launched_within(t, Role::collective))
         if (t.activities[i].bytes == 0 && is_device_work(t.activities[i].kind)) t.activities[i].bytes = collective->bytes();
+    if (r.stuck_in_collective_step >= 0) t.meta.config[rank_facts::kStuckInCollectiveStep] = std::to_string(r.stuck_in_collective_step);
     t.meta.device = r.device.description;
     t.meta.config["standin"] = r.device.standin ? "true" : "false";
     r.trace = std::move(t);

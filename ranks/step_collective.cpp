@@ -13,7 +13,12 @@ namespace stalldx::ranks {
 namespace {
 class StepAllReduce final : public pipeline::StepCollective {
  public:
-  StepAllReduce(const World& w, const RunConfig& c) : w_(w), kind_(c.collective), mb_(c.allreduce_mb), device_(c.device_index) {}
+  StepAllReduce(const World& w, const RunConfig& c, const std::atomic<bool>* stop)
+      : w_(w), stop_(stop), kind_(c.collective), mb_(c.allreduce_mb), device_(c.device_index) {}
+  ~StepAllReduce() override {
+    // An all-reduce given up on may still write into its buffer while the job ends: never freed then.
+    if (abandoned_) static_cast<void>(new std::vector<float>(std::move(host_)));
+  }
 
   Status start(pipeline::DeviceStage* stage) override {
     bool any_failed = false;
@@ -36,11 +41,17 @@ class StepAllReduce final : public pipeline::StepCollective {
     return make_nccl_all_reduce(w_, bytes, stream, device_, device_reduce_);
   }
 
-  Status after_step(std::int64_t, bool leaving, bool& any_leaving) override {
-    if (Status st = agree_any(w_, leaving, any_leaving); !st.is_ok()) return st;
-    if (any_leaving) return Status::ok();
+  Status after_step(std::int64_t, bool leaving, pipeline::StepEnd& end) override {
+    end = {};
+    if (Status st = agree_any(w_, leaving, end.any_leaving, stop_, &end.stopped_waiting); !st.is_ok()) return st;
+    if (end.any_leaving) return Status::ok();
     if (device_reduce_) return device_reduce_->enqueue();
-    return host_sum(w_, host_.data(), host_.size());
+    if (Status st = host_sum(w_, host_.data(), host_.size(), stop_, &end.stopped_waiting); !st.is_ok()) return st;
+    if (end.stopped_waiting) {
+      end.any_leaving = true;
+      abandoned_ = true;
+    }
+    return Status::ok();
   }
 
   std::string describe() const override {
@@ -50,15 +61,17 @@ class StepAllReduce final : public pipeline::StepCollective {
 
  private:
   const World& w_;
+  const std::atomic<bool>* stop_;
   CollectiveKind kind_;
   double mb_;
   int device_;
   std::vector<float> host_;  // zeros: sums stay zeros, the bytes moved are what counts
+  bool abandoned_ = false;
   std::unique_ptr<DeviceAllReduce> device_reduce_;
 };
 }  // namespace
 
-Status make_step_collective(const World& w, const RunConfig& c, std::unique_ptr<pipeline::StepCollective>& out) {
+Status make_step_collective(const World& w, const RunConfig& c, const std::atomic<bool>* stop, std::unique_ptr<pipeline::StepCollective>& out) {
   out.reset();
   if (c.allreduce_mb <= 0 || c.collective == CollectiveKind::none) return Status::ok();
   if (c.collective == CollectiveKind::auto_select && c.world_size <= 1) return Status::ok();
@@ -68,7 +81,7 @@ Status make_step_collective(const World& w, const RunConfig& c, std::unique_ptr<
     return Status::invalid("--collective nccl with --device none: NCCL needs a GPU; use --collective mpi");
   if (c.world_size > 1 && !w.mpi && !built_with_mpi())
     return Status::unavailable("--world-size > 1 with an all-reduce needs MPI (this stalldx was built without it)");
-  out = std::make_unique<StepAllReduce>(w, c);
+  out = std::make_unique<StepAllReduce>(w, c, stop);
   return Status::ok();
 }
 

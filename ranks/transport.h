@@ -4,16 +4,20 @@
 // a rank waiting for a straggler leaves its CPU to the host's other work.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 
 #include "stalldx/ranks/world.h"
 
 namespace stalldx::ranks {
 
-// `any` = whether `mine` is true on any rank.
-Status agree_any(const World& w, bool mine, bool& any);
-// Sums `n` floats across ranks, in place.
-Status host_sum(const World& w, float* data, std::size_t n);
+// `any` = whether `mine` is true on any rank. When `stop` (may be null) becomes true while it waits — a
+// rank that never comes (killed: the launcher then stops the others) — it gives up: `stopped` is set and
+// the call returns ok without an answer.
+Status agree_any(const World& w, bool mine, bool& any, const std::atomic<bool>* stop = nullptr, bool* stopped = nullptr);
+// Sums `n` floats across ranks, in place; gives up like agree_any when `stop` is raised. `data` must
+// outlive the job when it gives up (an abandoned request may still write into it).
+Status host_sum(const World& w, float* data, std::size_t n, const std::atomic<bool>* stop = nullptr, bool* stopped = nullptr);
 // Rank 0's `bytes` bytes at `data` on every rank.
 Status broadcast_from_root(const World& w, void* data, std::size_t bytes);
 

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "stalldx/rank_facts.h"
 #include "stalldx/ranks/world.h"
 
 namespace stalldx::ranks {
@@ -17,10 +18,10 @@ bool launched_by_mpi() {
 void describe(const World& w, std::map<std::string, std::string>& meta) {
   meta["rank"] = std::to_string(w.rank);
   meta["world_size"] = std::to_string(w.size);
-  meta["host"] = w.host;
-  meta["run_id"] = fmt::format("{:016x}", w.run_id);
-  meta["clock_offset_ns"] = std::to_string(w.clock_offset_ns);
-  meta["clock_uncertainty_ns"] = std::to_string(w.clock_uncertainty_ns);
+  meta[rank_facts::kHost] = w.host;
+  meta[rank_facts::kRunId] = fmt::format("{:016x}", w.run_id);
+  meta[rank_facts::kClockOffsetNs] = std::to_string(w.clock_offset_ns);
+  meta[rank_facts::kClockUncertaintyNs] = std::to_string(w.clock_uncertainty_ns);
 }
 
 Status configure_rank(const World& w, RunConfig& c) {

@@ -19,15 +19,19 @@ Status join(World& w) {
   return Status::ok();
 }
 
-void leave(World&) {}
+void leave(World&, bool) {}
 
 Status barrier(const World&) { return Status::ok(); }
 
-Status agree_any(const World&, bool mine, bool& any) {
+Status agree_any(const World&, bool mine, bool& any, const std::atomic<bool>*, bool* stopped) {
+  if (stopped != nullptr) *stopped = false;
   any = mine;
   return Status::ok();
 }
-Status host_sum(const World&, float*, std::size_t) { return Status::ok(); }
+Status host_sum(const World&, float*, std::size_t, const std::atomic<bool>*, bool* stopped) {
+  if (stopped != nullptr) *stopped = false;
+  return Status::ok();
+}
 Status broadcast_from_root(const World&, void*, std::size_t) { return Status::ok(); }
 
 }  // namespace stalldx::ranks

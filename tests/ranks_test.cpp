@@ -7,6 +7,10 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
@@ -83,7 +87,9 @@ TEST(Ranks, TheRankWithSlowReadsIsTheStragglerWithRetrievalOnNearlyEveryStep) {
 
 TEST(Ranks, TheRankWithOneWorkerIsTheStragglerWithDecoding) {
   if (std::string why; skip_reason(why)) GTEST_SKIP() << why;
-  const Job j = run_ranks("one-worker", "--batch 32 --workers 2 --steps 20 --step-ms 10 --rank-override 1:workers=1");
+  // One worker decodes 48 images in ~50 ms here, two in ~25; a step is 20 ms + the all-reduce (~10 ms on
+  // 2 oversubscribed cores): a margin of 10+ ms on both sides.
+  const Job j = run_ranks("one-worker", "--batch 48 --workers 2 --steps 20 --step-ms 20 --rank-override 1:workers=1");
   ASSERT_EQ(j.rc, 0) << j.log;
   ASSERT_FALSE(j.cross.is_null()) << j.log;
   EXPECT_EQ(j.cross["run_straggler"], 1) << j.cross.dump(1);
@@ -111,6 +117,54 @@ TEST(Ranks, ABadOverrideFailsEveryRankBeforeAnyStarts) {
   const Job j = run_ranks("bad-override", "--batch 4 --steps 3 --rank-override 7:workers=2");
   EXPECT_NE(j.rc, 0);
   EXPECT_NE(j.log.find("'7' is not a rank of this job (0..2)"), std::string::npos) << j.log;
+}
+
+// A rank killed mid-run (SIGKILL: it writes nothing) — the others were waiting for it in a step's
+// all-reduce; the launcher then stops them (SIGTERM), they give up waiting, write their traces marked,
+// and the analysis of the two traces names the missing rank as the one they waited for. The kill waits
+// for rank 1's own "warm-up done" line (its pid is on it): a readiness signal, not a sleep.
+TEST(Ranks, ARankKilledMidRunIsNamedFromTheOthersTraces) {
+  if (std::string why; skip_reason(why)) GTEST_SKIP() << why;
+#if defined(STALLDX_MPIRUN)
+  const std::string dir = stalldx::testing::temp_dir("ranks-killed");
+  // odls_base_sigkill_timeout: the launcher's grace between SIGTERM and SIGKILL (Slurm's KillWait is 30 s).
+  const std::string cmd = fmt::format(
+      "ASAN_OPTIONS=\"$ASAN_OPTIONS:detect_leaks=0\" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 {} --mca odls_base_sigkill_timeout 5 "
+      "--oversubscribe -np 3 {} run --data {} --device none --batch 8 --workers 1 --warmup 2 --steps 2000 --step-ms 20 --allreduce-mb 1 "
+      "--trace {}/out.json 2>&1",
+      STALLDX_MPIRUN, STALLDX_BINARY, stalldx::testing::small_dataset(), dir);
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string log;
+  long victim = -1;
+  char buf[8192];
+  while (std::fgets(buf, sizeof buf, p) != nullptr) {
+    const std::string line = buf;
+    log += line;
+    const std::string mark = "(rank 1 of 3, pid ";
+    if (const auto at = line.find(mark); victim < 0 && at != std::string::npos && line.find("warm-up done") != std::string::npos) {
+      victim = std::stol(line.substr(at + mark.size()));
+      ASSERT_EQ(kill(static_cast<pid_t>(victim), SIGKILL), 0) << victim;
+    }
+  }
+  const int rc = pclose(p);
+  ASSERT_GT(victim, 0) << log;
+  EXPECT_NE(WEXITSTATUS(rc), 0) << log;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/out.rank1.json"));
+  const std::string diag = fmt::format("{} diagnose {}/out.rank0.json {}/out.rank2.json --json > {}/cross.json 2> {}/diag.txt", STALLDX_BINARY, dir, dir,
+                                       dir, dir);
+  ASSERT_EQ(WEXITSTATUS(std::system(diag.c_str())), 0) << log << stalldx::testing::read_file(dir + "/diag.txt");
+  const nlohmann::json cross = nlohmann::json::parse(stalldx::testing::read_file(dir + "/cross.json"));
+  EXPECT_EQ(cross["missing_ranks"], nlohmann::json::array({1}));
+  ASSERT_FALSE(cross["steps"].empty()) << cross.dump(1);
+  const nlohmann::json& last = cross["steps"].back();
+  EXPECT_EQ(last["straggler"], 1) << cross.dump(1);
+  EXPECT_EQ(last["never_arrived"], true);
+  std::vector<int> waiting = last["waiting"].get<std::vector<int>>();
+  std::sort(waiting.begin(), waiting.end());
+  EXPECT_EQ(waiting, (std::vector<int>{0, 2})) << cross.dump(1);
+  for (const auto& r : cross["ranks"]) EXPECT_EQ(r["interrupted"], true) << "the others' traces are marked";
+#endif
 }
 
 // Without a launcher: a rank's shard can run alone (no all-reduce), but a world that would need to meet

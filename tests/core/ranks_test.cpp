@@ -152,6 +152,30 @@ TEST(LaunchedWithin, OnlyWorkLaunchedFromInsideTheRoleOnItsOwnThread) {
   EXPECT_TRUE(activities_launched_within(t, Role::decode).empty());
 }
 
+TEST(CrossRank, ARankKilledMidRunIsTheOneTheOthersWereStoppedWaitingFor) {
+  // Rank 1 was killed in step 7: it left no trace; ranks 0 and 2 arrived at step 7's all-reduce and were
+  // stopped there (their traces end at step 7, marked).
+  RankSteps r0 = rank(0, 0, Verdict::device_bound, 8), r2 = rank(2, 0.5, Verdict::device_bound, 8);
+  for (RankSteps* r : {&r0, &r2}) {
+    r->interrupted = true;
+    r->stuck_step = 7;
+  }
+  CrossRankReport rep;
+  ASSERT_TRUE(cross_rank({r0, r2}, {}, rep).is_ok());
+  EXPECT_EQ(rep.missing, std::vector<int>{1});
+  ASSERT_FALSE(rep.steps.empty());
+  const CrossStep& last = rep.steps.back();
+  EXPECT_EQ(last.step, 7);
+  EXPECT_EQ(last.straggler, 1);
+  EXPECT_TRUE(last.never_arrived);
+  EXPECT_EQ(last.waiting, (std::vector<int>{0, 2}));
+  for (const CrossStep& c : rep.steps)
+    if (c.step < 7) EXPECT_EQ(c.straggler, -1) << c.step;
+  const std::string text = cross_rank_text(rep, false);
+  EXPECT_NE(text.find("rank 1, which left no trace, never arrived"), std::string::npos) << text;
+  EXPECT_NE(text.find("step 7: rank 1 never arrived at the all-reduce"), std::string::npos) << text;
+}
+
 TEST(CrossRank, ARanksTraceNeedsItsRankFacts) {
   Trace t;
   RankSteps r;

@@ -25,6 +25,7 @@ struct RankSteps {
   std::string run_id, host;
   std::int64_t clock_uncertainty_ns = 0;
   bool interrupted = false;   // the rank's trace says its run ended early
+  std::int64_t stuck_step = -1;  // it was stopped while waiting in this step's all-reduce (a rank never came); -1: no
   bool standin = false;
   bool device_arrival = false;  // arrivals are when the collective's device work (NCCL's kernels) began, not its host range
   struct Step {
@@ -54,7 +55,8 @@ struct CrossRankThresholds {
 struct CrossStep {
   std::int64_t step = -1;
   int straggler = -1;                 // -1: balanced (nobody waited long) or no collective
-  bool never_arrived = false;         // the straggler's trace ends before this step (it died or stopped)
+  bool never_arrived = false;         // the straggler's trace ends before this step, or it has none and the others
+                                      //   were stopped waiting for it here (it died or stopped)
   double waited_ms = 0;               // the longest wait of the others (the earliest arrival's)
   std::vector<int> waiting;           // ranks that waited, earliest first
   Verdict straggler_verdict = Verdict::device_bound;
@@ -101,6 +103,7 @@ class CrossRankAccumulator {
     std::string last_evidence;
     double window_sum_ms = 0;
     int windows = 0;
+    int stuck = 0;                    // ranks stopped while waiting in this step's all-reduce
     std::vector<std::pair<std::int64_t, int>> arrived;  // (arrival, rank), only while the world is small
   };
   struct RankState {

@@ -24,6 +24,7 @@ struct RunResult {
   int slots = 0;
   std::int64_t steps_completed = 0;  // warm-up included
   bool interrupted = false;
+  std::int64_t stuck_in_collective_step = -1;  // stopped while waiting in this step's all-reduce (a rank never came); -1: no
   bool failed_bad_sample = false;
   std::uint64_t images = 0;          // steady-state images consumed
   double seconds = 0;                // steady-state wall time
@@ -56,7 +57,13 @@ using PhaseCallback = std::function<void(RunPhase)>;
 // all-reduce of the step's gradients. Called on the consumer thread, once per step on every rank,
 // inside a `collective` range. `leaving`: this rank stops after this step (Ctrl-C, a failure); the ranks
 // first agree whether any is leaving — then none starts the all-reduce and `any_leaving` is true on all,
-// so every rank stops at the same step and none waits for one that left.
+// so every rank stops at the same step and none waits for one that left. A rank that never comes (it was
+// killed) cannot agree: the wait then ends when the run's stop flag is raised (the launcher stops the
+// job), with `stopped_waiting` and `any_leaving` set.
+struct StepEnd {
+  bool any_leaving = false;
+  bool stopped_waiting = false;
+};
 class StepCollective {
  public:
   virtual ~StepCollective() = default;
@@ -65,7 +72,7 @@ class StepCollective {
   // collective's side of the device (NCCL on the stage's stream); an error ends the run on this rank,
   // and every rank gets one when any rank's set-up failed.
   virtual Status start(DeviceStage* stage) = 0;
-  virtual Status after_step(std::int64_t step, bool leaving, bool& any_leaving) = 0;
+  virtual Status after_step(std::int64_t step, bool leaving, StepEnd& end) = 0;
   virtual std::string describe() const = 0;  // "MPI_Allreduce 51.2 MB", the stand-in's device record's name
   virtual std::uint64_t bytes() const = 0;
 };

@@ -3,6 +3,7 @@
 // the build, or no MPI launcher, the world is this one process (rank 0 of 1).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -32,8 +33,10 @@ bool built_with_mpi();
 // clock offset to rank 0 — 0 by construction on rank 0's host (one CLOCK_MONOTONIC), else measured by a
 // timestamp exchange with rank 0 keeping the smallest round trip. Collective: every rank calls it.
 Status join(World& w);
-// Finalizes MPI if join() initialized it. Every rank calls it.
-void leave(World& w);
+// Finalizes MPI if join() initialized it. Every rank calls it — except after a run that gave up waiting
+// for a rank that never came (`abandoned`): finalizing would wait for it too, so the process ends
+// without (the launcher is ending the job).
+void leave(World& w, bool abandoned = false);
 
 // Makes `c` this rank's config: rank and world size from `w` (with MPI), the GPU = local rank, the
 // rank's --rank-override entries applied, the trace path given a rank suffix. Refuses world_size > 1
@@ -54,7 +57,8 @@ std::string rank_trace_pattern(const std::string& rank_path, int rank);
 // none, or auto alone). Auto, with world_size > 1: NCCL on the GPU's stream when the run has a CUDA
 // device, MPI_Allreduce on host buffers with the stand-in — decided at start, once the device is known;
 // nccl also alone (one rank: its records, its cost); mpi on the host whatever the device. Each step it
-// first agrees with the others whether any rank is leaving. `w` must outlive it.
-Status make_step_collective(const World& w, const RunConfig& c, std::unique_ptr<pipeline::StepCollective>& out);
+// first agrees with the others whether any rank is leaving; that wait ends when `stop` (may be null; the
+// run's stop flag) is raised. `w` and `stop` must outlive it.
+Status make_step_collective(const World& w, const RunConfig& c, const std::atomic<bool>* stop, std::unique_ptr<pipeline::StepCollective>& out);
 
 }  // namespace stalldx::ranks
