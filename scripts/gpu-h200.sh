@@ -11,6 +11,8 @@
 #   gpu-h200.sh overhead  record's cost on example 2: native / record / lighter record options, alternating
 #   gpu-h200.sh counts    example 2's CUDA calls by name (every call recorded)
 #   gpu-h200.sh ranks     NCCL at world size 1 (recorded), then 4 ranks x 4 workers under the host's mpirun
+#   gpu-h200.sh closing   example 2 device-bound (30 steps) per step, 5 native/record pairs, the host's CPU topology
+#   gpu-h200.sh devicebound  example 2's device-bound case at 448/384/320 px: verdicts, and the long CUDA calls of 448's stalled steps
 set -uo pipefail
 OUT=${OUT:-./gpu-out}; mkdir -p "$OUT"
 source .gpu/env.sh
@@ -60,7 +62,7 @@ final)  # the short version: pipeline_bench on a ≥ 40 KB set, then 4 native/re
   for i in 1 2 3 4; do echo "round $i native $(rate $ex) record $(rate stalldx record --trace /tmp/ov.json -- $ex)"; done > "$OUT/overhead.txt" 2>&1
   ;;
 examples)
-  for c in "decoding|--workers 1" "submission|--per-sample-copies" "device-bound-448|--workers 12 --image-size 448 --steps 16" \
+  for c in "decoding|--workers 1" "submission|--per-sample-copies" "device-bound-384|--workers 12 --image-size 384 --steps 30 --loss-every 10" \
            "retrieval-w0|--workers 0 --read-delay-ms 20 --steps 12" "retrieval-w8|--workers 8 --read-delay-ms 40 --steps 40"; do
     name=${c%%|*}; args=${c#*|}
     echo "-- $name: $args"
@@ -97,6 +99,38 @@ for line in open(sys.argv[1]):
 for n, k in c.most_common(40): print(f'{k:8d} {d[n]/1000:10.1f} ms  {n}')
 " /tmp/ov-every.json > "$OUT/api-counts.txt" 2>&1
   ;;
+closing)
+  lscpu > "$OUT/lscpu.txt" 2>&1
+  {
+    stalldx record --warmup 3 --trace /tmp/ex2-db.json -- $py --workers 12 --image-size 448 --steps 30 2>&1 | summary
+    stalldx diagnose /tmp/ex2-db.json --no-summaries 2>&1 | grep -E "^ +[0-9]+ " | cut -c1-220
+  } > "$OUT/device-bound.txt" 2>&1
+  rate() { "$@" 2>&1 | grep -oE "[0-9]+ img/s" | head -1 | grep -oE "[0-9]+"; }
+  ex="$py --workers 12 --steps 30"
+  for i in 1 2 3 4 5; do echo "round $i native $(rate $ex) record $(rate stalldx record --trace /tmp/ov.json -- $ex)"; done > "$OUT/overhead.txt" 2>&1
+  ;;
+devicebound)
+  for px in 448 384; do
+    echo "-- image size $px, the loss read every 10 steps"
+    stalldx record --warmup 3 --trace /tmp/ex2-db$px.json -- $py --workers 12 --image-size $px --steps 30 --loss-every 10 2>&1 | summary
+  done > "$OUT/device-bound.txt" 2>&1
+  python3 -c "
+import json, sys, collections
+ev = []
+for line in open(sys.argv[1]):
+    line = line.rstrip().rstrip(',')
+    if line.startswith('{\"ph\"'):
+        try: ev.append(json.loads(line))
+        except Exception: pass
+long = collections.Counter(); total = collections.Counter()
+for e in ev:
+    if e.get('cat') in ('cuda_api', 'sync', 'launch') and e.get('dur', 0) > 5000:
+        long[(e.get('cat'), e['name'])] += 1; total[(e.get('cat'), e['name'])] += e['dur'] / 1000
+for k, n in long.most_common(20): print(n, round(total[k], 1), 'ms', k)
+for e in ev:
+    if e.get('cat') in ('cuda_api', 'sync') and e.get('dur', 0) > 20000: print(round(e['ts']/1000, 1), round(e['dur']/1000, 1), e['name'], e.get('args', {}).get('step'), e.get('tid'))
+" /tmp/ex2-db448.json > "$OUT/long-calls.txt" 2>&1
+  ;;
 ranks)
   {
     echo "== NCCL all-reduce at world size 1, profiled"
@@ -123,6 +157,12 @@ ranks)
     echo "-- $name: $args"
     $mpi stalldx run $base $args --trace /tmp/r-$name.json > /tmp/r-$name.log 2>&1; echo "mpirun rc=$?"; grep -E "result|rank" /tmp/r-$name.log | head -8
     stalldx diagnose /tmp/r-$name.rank*.json 2>&1 | head -40
+  done >> "$OUT/mpi.txt" 2>&1
+  for c in "balanced-51mb|" "slow-reads-r2-51mb|--rank-override 2:read-latency-ms=20"; do  # the default all-reduce size
+    name=${c%%|*}; args=${c#*|}
+    echo "-- $name: $args (--allreduce-mb 51.2)"
+    $mpi stalldx run ${base/--allreduce-mb 8/--allreduce-mb 51.2} $args --trace /tmp/r-$name.json > /tmp/r-$name.log 2>&1; echo "mpirun rc=$?"
+    stalldx diagnose /tmp/r-$name.rank*.json 2>&1 | grep -vE "^  step [0-9]+:"
   done >> "$OUT/mpi.txt" 2>&1
   tar czf "$OUT/ranks-traces.tgz" -C /tmp $(cd /tmp && ls r-*.rank*.json r-*.log nccl1*.log 2>/dev/null)
   ;;

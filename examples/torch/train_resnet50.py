@@ -11,9 +11,14 @@ Flags that induce each stall class:
                                               while the model was being set up)
     decoding      --workers 1                 too few loader workers for the step
     submission    --per-sample-copies         pageable per-sample copies, each synchronized
-    device-bound  --workers 12 --image-size 320   the loader keeps up and the device step is long enough
+    device-bound  --workers 12 --image-size 384 --loss-every 10
+                                              the loader keeps up and the device step is long enough
                                               that eager PyTorch's host work between launches hides
-                                              behind it (at 224 px fp32 the GPU idles ~15% of a step)
+                                              behind it (at 224 px fp32 the GPU idles ~15% of a step);
+                                              reading the loss every step drains the GPU each step and
+                                              its refill is paced by launches: 11 of 30 steps at 384 px
+                                              were rightly "submission" (H200, 2026-12-03), none with
+                                              the loss read every 10 steps
     submission    --workers 12 --bf16         bf16 kernels are short: eager PyTorch's host work between
                                               launches (dispatch, Python) paces the GPU
 
@@ -81,6 +86,7 @@ def main():
     p.add_argument("--read-delay-ms", type=float, default=0)
     p.add_argument("--per-sample-copies", action="store_true")
     p.add_argument("--bf16", action="store_true", help="autocast to bfloat16 (default: fp32)")
+    p.add_argument("--loss-every", type=int, default=1, help="read the loss (a device sync) every N steps")
     p.add_argument("--kineto", metavar="FILE", help="also write a torch.profiler (Kineto) trace of warm-up + steps")
     a = p.parse_args()
 
@@ -128,8 +134,9 @@ def loop(a, it, model, opt, loss_fn, dev, prof):
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step()
-            with phase("sync"):
-                loss_value = loss.item()  # the loop reads its loss every step, as most training loops do
+            if (step + 1) % a.loss_every == 0 or step + 1 == a.warmup + a.steps:
+                with phase("sync"):
+                    loss_value = loss.item()  # by default every step, as many training loops do
         if prof is not None:
             prof.step()
     torch.cuda.synchronize()
