@@ -109,6 +109,9 @@ Action add_run_command(CLI::App& app) {
           rc = 1;
     }
     if (r.interrupted) {
+      if (r.stopped_by_rank >= 0) note("stalldx run{}: rank {} left; this rank stopped with it\n", who, r.stopped_by_rank);
+      if (r.stuck_in_collective_step >= 0)
+        note("stalldx run{}: stopped while waiting for the other ranks in step {}'s all-reduce (one never came)\n", who, r.stuck_in_collective_step);
       note("stalldx run: interrupted after {} steps\n", r.steps_completed);
       return stop_flag().exit_code();
     }

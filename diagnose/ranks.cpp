@@ -44,6 +44,7 @@ Status rank_steps(const Trace& t, const std::string& file, const Thresholds& th,
   meta_number(t, rank_facts::kClockOffsetNs, offset);
   meta_number(t, rank_facts::kClockUncertaintyNs, out.clock_uncertainty_ns);
   meta_number(t, rank_facts::kStuckInCollectiveStep, out.stuck_step);
+  meta_number(t, rank_facts::kStoppedByRank, out.stopped_by_rank);
   out.interrupted = t.meta.interrupted;
   const Report rep = diagnose(t, th);
   out.standin = rep.coverage.standin;
@@ -95,7 +96,7 @@ Status CrossRankAccumulator::add(const RankSteps& r) {
   }
   for (const RankState& seen : ranks_)
     if (seen.rank == r.rank) return Status::invalid(fmt::format("{} is rank {} again (one trace per rank)", r.file, r.rank));
-  ranks_.push_back({r.rank, r.interrupted, r.steps.empty() ? -1 : r.steps.back().step});
+  ranks_.push_back({r.rank, r.interrupted, r.steps.empty() ? -1 : r.steps.back().step, r.stopped_by_rank});
   worst_uncertainty_ns_ = std::max(worst_uncertainty_ns_, r.clock_uncertainty_ns);
   for (const RankSteps::Step& s : r.steps) {
     if (s.step < 0) continue;
@@ -142,6 +143,23 @@ CrossRankReport CrossRankAccumulator::finish() const {
     if (out.missing.size() > 16) m += fmt::format(",... ({} in all)", out.missing.size());
     out.notes.push_back(fmt::format("no trace for rank{} {} of {}: the others are diagnosed without it (a step where they waited "
                                     "cannot name a missing rank)", out.missing.size() == 1 ? "" : "s", m, world_size_));
+  }
+  // Ranks that stopped because another left (they agreed at the end of a step): who left, and when.
+  {
+    std::map<int, std::pair<std::vector<int>, std::int64_t>> followers;  // leaver -> (ranks that stopped with it, their last step)
+    for (const RankState& r : ranks)
+      if (r.stopped_by >= 0) {
+        auto& f = followers[r.stopped_by];
+        f.first.push_back(r.rank);
+        f.second = std::max(f.second, r.last_step);
+      }
+    for (const auto& [leaver, f] : followers) {
+      std::string list;
+      for (std::size_t i = 0; i < f.first.size() && i < 16; ++i) list += (list.empty() ? "" : ",") + std::to_string(f.first[i]);
+      if (f.first.size() > 16) list += fmt::format(",... ({} in all)", f.first.size());
+      out.notes.push_back(fmt::format("rank {} left after step {} (its own trace and report say why: interrupted or failed); rank{} {} stopped "
+                                      "with it at the same step", leaver, f.second, f.first.size() == 1 ? "" : "s", list));
+    }
   }
   // The first rank to have stopped early (its last step the smallest) is the one the others waited for after it.
   const RankState* dead = nullptr;

@@ -175,6 +175,7 @@ Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<
       r.interrupted = true;
       r.stuck_in_collective_step = s;
     }
+    if (!leaving && end.leaver >= 0) r.stopped_by_rank = end.leaver;
     if (!end.any_leaving) collective_spans.push_back({s, b, now_ns()});
     return leaving || end.any_leaving;
   };
@@ -276,6 +277,7 @@ Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<
       for (std::size_t i : activities_launched_within(t, Role::collective))
         if (t.activities[i].bytes == 0 && is_device_work(t.activities[i].kind)) t.activities[i].bytes = collective->bytes();
     if (r.stuck_in_collective_step >= 0) t.meta.config[rank_facts::kStuckInCollectiveStep] = std::to_string(r.stuck_in_collective_step);
+    if (r.stopped_by_rank >= 0) t.meta.config[rank_facts::kStoppedByRank] = std::to_string(r.stopped_by_rank);
     t.meta.device = r.device.description;
     t.meta.config["standin"] = r.device.standin ? "true" : "false";
     r.trace = std::move(t);

@@ -42,10 +42,10 @@ class NcclAllReduce final : public DeviceAllReduce {
     if (local.is_ok()) local = cuda_check(cudaMemset(send_, 0, count_ * 2), "cudaMemset");
     ncclUniqueId id{};
     if (local.is_ok() && w.rank == 0) local = nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId");
-    bool any_failed = false;
-    if (Status st = agree_any(w, !local.is_ok(), any_failed); !st.is_ok()) return st;
+    int failed = -1;
+    if (Status st = agree_first(w, !local.is_ok(), failed); !st.is_ok()) return st;
     if (!local.is_ok()) return local;
-    if (any_failed) return Status::unavailable("another rank could not set up its NCCL all-reduce: this one stops with it");
+    if (failed >= 0) return Status::unavailable(fmt::format("rank {} could not set up its NCCL all-reduce: this one stops with it", failed));
     if (Status st = broadcast_from_root(w, &id, sizeof id); !st.is_ok()) return st;
     return nccl_check(ncclCommInitRank(&comm_, w.size, id, w.rank), "ncclCommInitRank");
   }

@@ -21,10 +21,10 @@ class StepAllReduce final : public pipeline::StepCollective {
   }
 
   Status start(pipeline::DeviceStage* stage) override {
-    bool any_failed = false;
-    if (Status st = agree_any(w_, stage == nullptr, any_failed); !st.is_ok()) return st;
+    int failed = -1;
+    if (Status st = agree_first(w_, stage == nullptr, failed); !st.is_ok()) return st;
     if (stage == nullptr) return Status::ok();  // this rank's own failure is the one reported
-    if (any_failed) return Status::unavailable("another rank could not set up its run: this one stops with it");
+    if (failed >= 0) return Status::unavailable(fmt::format("rank {} could not set up its run: this one stops with it", failed));
     const std::size_t bytes = static_cast<std::size_t>(mb_ * 1e6);
     void* stream = stage->cuda_stream();
     const bool nccl = kind_ == CollectiveKind::nccl || (kind_ == CollectiveKind::auto_select && stream != nullptr && nccl_built());
@@ -35,15 +35,16 @@ class StepAllReduce final : public pipeline::StepCollective {
     // Every rank agrees before NCCL: one on the host stand-in would leave the others in ncclCommInitRank.
     Status mine = stream != nullptr ? Status::ok()
                                     : Status::invalid("--collective nccl needs a CUDA device (this run has the host stand-in); use --collective mpi");
-    if (Status st = agree_any(w_, !mine.is_ok(), any_failed); !st.is_ok()) return st;
+    if (Status st = agree_first(w_, !mine.is_ok(), failed); !st.is_ok()) return st;
     if (!mine.is_ok()) return mine;
-    if (any_failed) return Status::unavailable("another rank has no CUDA device for the NCCL all-reduce: this one stops with it");
+    if (failed >= 0) return Status::unavailable(fmt::format("rank {} has no CUDA device for the NCCL all-reduce: this one stops with it", failed));
     return make_nccl_all_reduce(w_, bytes, stream, device_, device_reduce_);
   }
 
   Status after_step(std::int64_t, bool leaving, pipeline::StepEnd& end) override {
     end = {};
-    if (Status st = agree_any(w_, leaving, end.any_leaving, stop_, &end.stopped_waiting); !st.is_ok()) return st;
+    if (Status st = agree_first(w_, leaving, end.leaver, stop_, &end.stopped_waiting); !st.is_ok()) return st;
+    end.any_leaving = end.leaver >= 0 || end.stopped_waiting;
     if (end.any_leaving) return Status::ok();
     if (device_reduce_) return device_reduce_->enqueue();
     if (Status st = host_sum(w_, host_.data(), host_.size(), stop_, &end.stopped_waiting); !st.is_ok()) return st;

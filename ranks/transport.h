@@ -11,11 +11,11 @@
 
 namespace stalldx::ranks {
 
-// `any` = whether `mine` is true on any rank. When `stop` (may be null) becomes true while it waits — a
-// rank that never comes (killed: the launcher then stops the others) — it gives up: `stopped` is set and
-// the call returns ok without an answer.
-Status agree_any(const World& w, bool mine, bool& any, const std::atomic<bool>* stop = nullptr, bool* stopped = nullptr);
-// Sums `n` floats across ranks, in place; gives up like agree_any when `stop` is raised. `data` must
+// `first` = the lowest rank on which `mine` is true, or -1 when it is true on none. When `stop` (may be
+// null) becomes true while it waits — a rank that never comes (killed: the launcher then stops the
+// others) — it gives up: `*stopped` is set and `first` is -1.
+Status agree_first(const World& w, bool mine, int& first, const std::atomic<bool>* stop = nullptr, bool* stopped = nullptr);
+// Sums `n` floats across ranks, in place; gives up like agree_first when `stop` is raised. `data` must
 // outlive the job when it gives up (an abandoned request may still write into it).
 Status host_sum(const World& w, float* data, std::size_t n, const std::atomic<bool>* stop = nullptr, bool* stopped = nullptr);
 // Rank 0's `bytes` bytes at `data` on every rank.

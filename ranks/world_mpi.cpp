@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <climits>
 #include <cstring>
 #include <ctime>
 #include <random>
@@ -137,19 +138,19 @@ void leave(World& w, bool abandoned) {
   w.mpi = false;
 }
 
-Status agree_any(const World& w, bool mine, bool& any, const std::atomic<bool>* stop, bool* stopped) {
-  any = mine;
+Status agree_first(const World& w, bool mine, int& first, const std::atomic<bool>* stop, bool* stopped) {
+  first = mine ? w.rank : -1;
   if (stopped != nullptr) *stopped = false;
   if (!w.mpi) return Status::ok();
   // Static: an abandoned request (stopped) may still write into them while the job ends.
   static int in = 0, out = 0;
-  in = mine ? 1 : 0;
+  in = mine ? w.rank : INT_MAX;
   MPI_Request req;
-  if (Status st = check(MPI_Iallreduce(&in, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &req), "MPI_Iallreduce (agreement)"); !st.is_ok()) return st;
+  if (Status st = check(MPI_Iallreduce(&in, &out, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD, &req), "MPI_Iallreduce (agreement)"); !st.is_ok()) return st;
   bool gave_up = false;
   if (Status st = complete(req, "MPI_Iallreduce (agreement)", Pace::sleep, stop, &gave_up); !st.is_ok()) return st;
   if (stopped != nullptr) *stopped = gave_up;
-  any = gave_up || out != 0;
+  first = gave_up || out == INT_MAX ? -1 : out;
   return Status::ok();
 }
 

@@ -23,9 +23,9 @@ void leave(World&, bool) {}
 
 Status barrier(const World&) { return Status::ok(); }
 
-Status agree_any(const World&, bool mine, bool& any, const std::atomic<bool>*, bool* stopped) {
+Status agree_first(const World& w, bool mine, int& first, const std::atomic<bool>*, bool* stopped) {
   if (stopped != nullptr) *stopped = false;
-  any = mine;
+  first = mine ? w.rank : -1;
   return Status::ok();
 }
 Status host_sum(const World&, float*, std::size_t, const std::atomic<bool>*, bool* stopped) {

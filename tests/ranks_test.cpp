@@ -119,23 +119,18 @@ TEST(Ranks, ABadOverrideFailsEveryRankBeforeAnyStarts) {
   EXPECT_NE(j.log.find("'7' is not a rank of this job (0..2)"), std::string::npos) << j.log;
 }
 
-// A rank killed mid-run (SIGKILL: it writes nothing) — the others were waiting for it in a step's
-// all-reduce; the launcher then stops them (SIGTERM), they give up waiting, write their traces marked,
-// and the analysis of the two traces names the missing rank as the one they waited for. The kill waits
-// for rank 1's own "warm-up done" line (its pid is on it): a readiness signal, not a sleep.
-TEST(Ranks, ARankKilledMidRunIsNamedFromTheOthersTraces) {
-  if (std::string why; skip_reason(why)) GTEST_SKIP() << why;
 #if defined(STALLDX_MPIRUN)
-  const std::string dir = stalldx::testing::temp_dir("ranks-killed");
-  // odls_base_sigkill_timeout: the launcher's grace between SIGTERM and SIGKILL (Slurm's KillWait is 30 s).
+// Runs 3 ranks for many steps and sends `sig` to rank 1 once its own "warm-up done" line (which carries
+// its pid) has been read: a readiness signal, not a sleep. Returns mpirun's status; `log` gets the output.
+// odls_base_sigkill_timeout: the launcher's grace between SIGTERM and SIGKILL (Slurm's KillWait is 30 s).
+int signal_rank1_after_warmup(const std::string& dir, int sig, std::string& log) {
   const std::string cmd = fmt::format(
       "ASAN_OPTIONS=\"$ASAN_OPTIONS:detect_leaks=0\" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 {} --mca odls_base_sigkill_timeout 5 "
       "--oversubscribe -np 3 {} run --data {} --device none --batch 8 --workers 1 --warmup 2 --steps 2000 --step-ms 20 --allreduce-mb 1 "
       "--trace {}/out.json 2>&1",
       STALLDX_MPIRUN, STALLDX_BINARY, stalldx::testing::small_dataset(), dir);
   FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string log;
+  if (p == nullptr) return -1;
   long victim = -1;
   char buf[8192];
   while (std::fgets(buf, sizeof buf, p) != nullptr) {
@@ -144,17 +139,40 @@ TEST(Ranks, ARankKilledMidRunIsNamedFromTheOthersTraces) {
     const std::string mark = "(rank 1 of 3, pid ";
     if (const auto at = line.find(mark); victim < 0 && at != std::string::npos && line.find("warm-up done") != std::string::npos) {
       victim = std::stol(line.substr(at + mark.size()));
-      ASSERT_EQ(kill(static_cast<pid_t>(victim), SIGKILL), 0) << victim;
+      if (kill(static_cast<pid_t>(victim), sig) != 0) log += "kill failed\n";
     }
   }
   const int rc = pclose(p);
-  ASSERT_GT(victim, 0) << log;
+  if (victim < 0) log += "rank 1 never said warm-up done\n";
+  return rc;
+}
+
+nlohmann::json diagnose_ranks(const std::string& dir, const std::vector<int>& ranks, std::string& log) {
+  std::string files;
+  for (int r : ranks) files += fmt::format(" {}/out.rank{}.json", dir, r);
+  const std::string diag = fmt::format("{} diagnose{} --json > {}/cross.json 2> {}/diag.txt", STALLDX_BINARY, files, dir, dir);
+  if (WEXITSTATUS(std::system(diag.c_str())) != 0) {
+    log += stalldx::testing::read_file(dir + "/diag.txt");
+    return {};
+  }
+  return nlohmann::json::parse(stalldx::testing::read_file(dir + "/cross.json"));
+}
+#endif
+
+// A rank killed mid-run (SIGKILL: it writes nothing) — the others were waiting for it in a step's
+// all-reduce; the launcher then stops them (SIGTERM), they give up waiting, write their traces marked,
+// and the analysis of the two traces names the missing rank as the one they waited for.
+TEST(Ranks, ARankKilledMidRunIsNamedFromTheOthersTraces) {
+  if (std::string why; skip_reason(why)) GTEST_SKIP() << why;
+#if defined(STALLDX_MPIRUN)
+  const std::string dir = stalldx::testing::temp_dir("ranks-killed");
+  std::string log;
+  const int rc = signal_rank1_after_warmup(dir, SIGKILL, log);
+  ASSERT_EQ(log.find("never said"), std::string::npos) << log;
   EXPECT_NE(WEXITSTATUS(rc), 0) << log;
   EXPECT_FALSE(std::filesystem::exists(dir + "/out.rank1.json"));
-  const std::string diag = fmt::format("{} diagnose {}/out.rank0.json {}/out.rank2.json --json > {}/cross.json 2> {}/diag.txt", STALLDX_BINARY, dir, dir,
-                                       dir, dir);
-  ASSERT_EQ(WEXITSTATUS(std::system(diag.c_str())), 0) << log << stalldx::testing::read_file(dir + "/diag.txt");
-  const nlohmann::json cross = nlohmann::json::parse(stalldx::testing::read_file(dir + "/cross.json"));
+  const nlohmann::json cross = diagnose_ranks(dir, {0, 2}, log);
+  ASSERT_FALSE(cross.is_null()) << log;
   EXPECT_EQ(cross["missing_ranks"], nlohmann::json::array({1}));
   ASSERT_FALSE(cross["steps"].empty()) << cross.dump(1);
   const nlohmann::json& last = cross["steps"].back();
@@ -164,6 +182,36 @@ TEST(Ranks, ARankKilledMidRunIsNamedFromTheOthersTraces) {
   std::sort(waiting.begin(), waiting.end());
   EXPECT_EQ(waiting, (std::vector<int>{0, 2})) << cross.dump(1);
   for (const auto& r : cross["ranks"]) EXPECT_EQ(r["interrupted"], true) << "the others' traces are marked";
+#endif
+}
+
+// A rank that fails (its own error: here the first corrupt file it meets, with on-bad-sample=fail on
+// rank 1 only) says so at the end of its step: every rank stops at that step and writes its trace, and
+// the analysis says who left and who stopped with it. (A signal on one rank alone, while it waits in the
+// agreement, ends its wait like the launcher's SIGTERM: the others then see a rank that never came.)
+TEST(Ranks, ARankThatFailsStopsTheOthersAtTheSameStepAndIsNamed) {
+  if (std::string why; skip_reason(why)) GTEST_SKIP() << why;
+#if defined(STALLDX_MPIRUN)
+  const std::string dir = stalldx::testing::temp_dir("ranks-left");
+  ASSERT_EQ(WEXITSTATUS(std::system(fmt::format("{} dataset {}/ds --classes 2 --per-class 24 > /dev/null 2>&1", STALLDX_BINARY, dir).c_str())), 0);
+  for (int i = 0; i < 24; i += 2)  // every other file of class 0: each rank's shard meets some within an epoch
+    stalldx::testing::write_file(fmt::format("{}/ds/class_000/img_{:06d}.jpg", dir, i), "\xff\xd8 not a jpeg");
+  const std::string cmd = fmt::format(
+      "ASAN_OPTIONS=\"$ASAN_OPTIONS:detect_leaks=0\" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 {} --oversubscribe -np 3 {} run "
+      "--data {}/ds --device none --batch 4 --workers 1 --warmup 1 --steps 200 --step-ms 5 --allreduce-mb 1 --max-bad-fraction 1 "
+      "--rank-override 1:on-bad-sample=fail --trace {}/out.json > {}/log.txt 2>&1",
+      STALLDX_MPIRUN, STALLDX_BINARY, dir, dir, dir);
+  const int rc = std::system(cmd.c_str());
+  std::string log = stalldx::testing::read_file(dir + "/log.txt");
+  EXPECT_NE(WEXITSTATUS(rc), 0) << "rank 1 failed\n" << log;
+  EXPECT_NE(log.find("(rank 0 of 3, pid"), std::string::npos) << log;
+  EXPECT_NE(log.find("rank 1 left; this rank stopped with it"), std::string::npos) << log;
+  const nlohmann::json cross = diagnose_ranks(dir, {0, 1, 2}, log);
+  ASSERT_FALSE(cross.is_null()) << log;
+  EXPECT_TRUE(cross["missing_ranks"].empty());
+  bool named = false;
+  for (const auto& n : cross["notes"]) named = named || n.get<std::string>().find("rank 1 left after step") != std::string::npos;
+  EXPECT_TRUE(named) << cross.dump(1);
 #endif
 }
 

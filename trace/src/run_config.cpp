@@ -187,8 +187,10 @@ Status apply_rank_overrides(RunConfig& c) {
     const std::string_view key = entry.substr(colon + 1, eq - colon - 1), value = entry.substr(eq + 1);
     const RunField* f = find_run_field(key);
     if (f == nullptr) return Status::invalid(fmt::format("--rank-override '{}': no option '{}'", entry, key));
-    if (f->name == "rank" || f->name == "world_size" || f->name == "rank_override" || f->name == "trace")
-      return Status::invalid(fmt::format("--rank-override '{}': {} is the same for every rank", entry, f->option()));
+    // Who the rank is, where it writes, and what makes the ranks meet: the same steps (they step
+    // together: a rank with fewer would leave the others waiting) and the same all-reduce.
+    for (std::string_view same : {"rank", "world_size", "rank_override", "trace", "warmup", "steps", "allreduce_mb", "collective"})
+      if (f->name == same) return Status::invalid(fmt::format("--rank-override '{}': {} is the same for every rank", entry, f->option()));
     RunConfig probe = c;
     if (Status st = f->assign(probe, value); !st.is_ok()) return st.prefixed(fmt::format("--rank-override '{}'", entry));
     if (r == c.rank) (void)f->assign(mine, value);

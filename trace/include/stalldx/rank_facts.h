@@ -10,5 +10,7 @@ inline constexpr const char* kClockOffsetNs = "clock_offset_ns";         // add 
 inline constexpr const char* kClockUncertaintyNs = "clock_uncertainty_ns";
 // The step whose all-reduce this rank was still waiting in when its run was stopped: a rank never came.
 inline constexpr const char* kStuckInCollectiveStep = "stuck_in_collective_step";
+// The rank that left (Ctrl-C, a failure) at the end of the trace's last step; this one stopped with it.
+inline constexpr const char* kStoppedByRank = "stopped_by_rank";
 
 }  // namespace stalldx::rank_facts

@@ -135,7 +135,8 @@ std::string comparable_signature(const RunConfig& c);
 
 // Applies `c.rank_override` ("R:option=value,...") to `c`: the entries for c.rank, in order. Every entry
 // is checked whatever its rank (syntax, a known option, a value it accepts, R < world_size), so a bad
-// one fails every rank alike; rank, world_size, rank_override and trace cannot be overridden.
+// one fails every rank alike; rank, world_size, rank_override, trace, warmup, steps, allreduce_mb and
+// collective cannot be overridden (the ranks step together and meet in the same all-reduce).
 Status apply_rank_overrides(RunConfig& c);
 
 // Bytes of one sample / one batch in the configured output format.

@@ -26,6 +26,7 @@ struct RankSteps {
   std::int64_t clock_uncertainty_ns = 0;
   bool interrupted = false;   // the rank's trace says its run ended early
   std::int64_t stuck_step = -1;  // it was stopped while waiting in this step's all-reduce (a rank never came); -1: no
+  int stopped_by_rank = -1;      // another rank left and this one stopped with it (its last step); -1: no
   bool standin = false;
   bool device_arrival = false;  // arrivals are when the collective's device work (NCCL's kernels) began, not its host range
   struct Step {
@@ -110,6 +111,7 @@ class CrossRankAccumulator {
     int rank = -1;
     bool interrupted = false;
     std::int64_t last_step = -1;
+    int stopped_by = -1;
   };
   CrossRankThresholds th_;
   std::string first_file_, run_id_;

@@ -25,6 +25,7 @@ struct RunResult {
   std::int64_t steps_completed = 0;  // warm-up included
   bool interrupted = false;
   std::int64_t stuck_in_collective_step = -1;  // stopped while waiting in this step's all-reduce (a rank never came); -1: no
+  int stopped_by_rank = -1;          // another rank left (Ctrl-C, a failure) and this one stopped with it at the same step
   bool failed_bad_sample = false;
   std::uint64_t images = 0;          // steady-state images consumed
   double seconds = 0;                // steady-state wall time
@@ -62,6 +63,7 @@ using PhaseCallback = std::function<void(RunPhase)>;
 // job), with `stopped_waiting` and `any_leaving` set.
 struct StepEnd {
   bool any_leaving = false;
+  int leaver = -1;  // the lowest rank that was leaving (any_leaving by agreement); -1: none or unknown
   bool stopped_waiting = false;
 };
 class StepCollective {
