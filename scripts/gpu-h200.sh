@@ -151,7 +151,7 @@ ranks)
   mpi="mpirun --allow-run-as-root --oversubscribe -np 4 -x LD_LIBRARY_PATH -x PATH -x XDG_CACHE_HOME"
   # 51 MB on host buffers takes this host's Open MPI ~75 ms on 4 ranks (shared memory, no single-copy in
   # the container): 8 MB keeps the step near --step-ms, so one worker's decode is the longer part.
-  base="--device none --batch 128 --workers 4 --prefetch 2 --step-ms 60 --allreduce-mb 8 --warmup 3 --steps 20"
+  base="--device none --batch 128 --workers 4 --prefetch 2 --step-ms ${STEP_MS:-40} --allreduce-mb 8 --warmup 3 --steps 20"
   for c in "balanced|" "slow-reads-r2|--rank-override 2:read-latency-ms=20" "one-worker-r1|--rank-override 1:workers=1"; do
     name=${c%%|*}; args=${c#*|}
     echo "-- $name: $args"
