@@ -79,7 +79,8 @@ TEST(Cli, BadInputsExitTwoWithAMessage) {
                                   fmt::format("run --data {} --batch 100000 --device none", small_dataset()),
                                   fmt::format("run --data {} --device none --trace /nonexistent-dir/t.json", small_dataset()),
                                   fmt::format("run --config {}/bad.toml", dir), "run --config /nonexistent.toml",
-                                  "diagnose /nonexistent-trace.json",
+                                  "diagnose /nonexistent-trace.json", "run --collective quantum",
+                                  fmt::format("run --data {} --device none --collective nccl", small_dataset()),
                                   fmt::format("diagnose {}/bad_traces/truncated.json", STALLDX_TEST_DATA)};
   for (const char* bad : {"wrong_type", "zero_workers", "negative_batch", "malformed", "unknown_key", "bad_enum", "duplicate_table",
                           "duplicate_key", "misspelled_key", "nan_value"})

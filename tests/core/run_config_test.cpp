@@ -130,7 +130,8 @@ TEST(RunFields, RankOverridesApplyToTheirRankOnlyAndBadOnesFailEveryRank) {
   EXPECT_EQ(r0.workers, c.workers);
   EXPECT_EQ(r2.read_latency_ms, 20);
   EXPECT_EQ(r2.workers, 8);
-  for (const char* bad : {"2:nope=1", "5:workers=2", "x:workers=2", "1workers=2", "1:workers=0", "1:world-size=2", "0:rank=1"}) {
+  for (const char* bad : {"2:nope=1", "5:workers=2", "x:workers=2", "1workers=2", "1:workers=0", "1:world-size=2", "0:rank=1", "1:steps=5",
+                          "1:warmup=0", "1:allreduce-mb=2", "1:collective=none"}) {
     RunConfig b = c;
     b.rank_override = bad;
     const Status st = apply_rank_overrides(b);
