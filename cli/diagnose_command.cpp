@@ -36,10 +36,11 @@ void add_threshold_options(CLI::App& sub, diagnose::Thresholds& th) {
 
 namespace {
 // Several traces: the ranks of one MPI job, read one at a time and reduced (memory: the largest rank).
-int diagnose_ranks(const std::vector<std::string>& files, const diagnose::Thresholds& th, bool json, const std::string& svg) {
+int diagnose_ranks(const std::vector<std::string>& files, const diagnose::Thresholds& th, bool json, const std::string& svg,
+                   const std::string& html) {
   diagnose::CrossRankAccumulator acc;
   bool standin = false;
-  std::string lines;
+  std::vector<std::string> lines;
   for (const std::string& f : files) {
     Trace t;
     record::KinetoReport kineto;
@@ -49,15 +50,23 @@ int diagnose_ranks(const std::vector<std::string>& files, const diagnose::Thresh
     diagnose::RankSteps r;
     if (Status st = diagnose::rank_steps(t, f, th, r); !st.is_ok()) return fail_input("diagnose", st);
     standin = standin || r.standin;
-    lines += diagnose::rank_steps_line(r);
+    lines.push_back(diagnose::rank_steps_line(r));
     if (Status st = acc.add(r); !st.is_ok()) return fail_input("diagnose", st);
   }
   const diagnose::CrossRankReport rep = acc.finish();
   exit_on_signal(false);
-  const std::string out = json ? diagnose::cross_rank_json(rep, standin) + "\n" : lines + diagnose::cross_rank_text(rep, standin);
+  std::string out;
+  if (json) {
+    out = diagnose::cross_rank_json(rep, standin) + "\n";
+  } else {
+    for (const std::string& l : lines) out += l;
+    out += diagnose::cross_rank_text(rep, standin);
+  }
   if (!print_checked("diagnose", out)) return 1;
   if (!svg.empty())
     if (Status st = write_file_atomic(svg, diagnose::cross_rank_svg(rep, standin)); !st.is_ok()) return fail("diagnose", st);
+  if (!html.empty())
+    if (Status st = write_file_atomic(html, diagnose::cross_rank_html(rep, lines, standin)); !st.is_ok()) return fail("diagnose", st);
   return 0;
 }
 }  // namespace
@@ -82,9 +91,9 @@ Action add_diagnose_command(CLI::App& app) {
     }
     exit_on_signal(true);  // reading and diagnosing write nothing: Ctrl-C ends them at once
     if (a->traces.size() > 1) {
-      if (!a->html.empty() || !a->what_if.empty())
-        return fail_input("diagnose", Status::invalid("--html and --what-if read one trace; across ranks: the text, --json and --svg"));
-      return diagnose_ranks(a->traces, a->th, a->json, a->svg);
+      if (!a->what_if.empty())
+        return fail_input("diagnose", Status::invalid("--what-if reads one trace; across ranks: the text, --json, --svg and --html"));
+      return diagnose_ranks(a->traces, a->th, a->json, a->svg, a->html);
     }
     const std::string& trace = a->traces.front();
     Trace t;

@@ -25,6 +25,7 @@ struct Job {
   int rc = -1;
   std::string log;
   nlohmann::json cross;  // diagnose --json across the ranks
+  std::string dir;       // where the traces and diagnose --html's ranks.html are
 };
 
 Job run_ranks(const std::string& tag, const std::string& args) {
@@ -41,8 +42,9 @@ Job run_ranks(const std::string& tag, const std::string& args) {
       STALLDX_MPIRUN, STALLDX_BINARY, stalldx::testing::small_dataset(), dir, args, dir);
   j.rc = WEXITSTATUS(std::system(cmd.c_str()));
   j.log = stalldx::testing::read_file(dir + "/log.txt");
-  const std::string diag = fmt::format("{} diagnose {}/out.rank0.json {}/out.rank1.json {}/out.rank2.json --json > {}/cross.json 2> {}/diag.txt",
-                                       STALLDX_BINARY, dir, dir, dir, dir, dir);
+  j.dir = dir;
+  const std::string diag = fmt::format("{} diagnose {}/out.rank0.json {}/out.rank1.json {}/out.rank2.json --json --html {}/ranks.html > {}/cross.json "
+                                       "2> {}/diag.txt", STALLDX_BINARY, dir, dir, dir, dir, dir, dir);
   if (WEXITSTATUS(std::system(diag.c_str())) == 0) j.cross = nlohmann::json::parse(stalldx::testing::read_file(dir + "/cross.json"));
   else j.log += stalldx::testing::read_file(dir + "/diag.txt");
   return j;
@@ -83,6 +85,7 @@ TEST(Ranks, TheRankWithSlowReadsIsTheStragglerWithRetrievalOnNearlyEveryStep) {
   const int steps = static_cast<int>(j.cross["steps"].size());
   ASSERT_GE(steps, 20);
   EXPECT_GE(straggler_steps(j.cross, 2, "retrieval"), 0.95 * steps) << j.cross.dump(1);
+  EXPECT_NE(stalldx::testing::read_file(j.dir + "/ranks.html").find("<b>rank 2 is the straggler</b>"), std::string::npos) << "diagnose --html across ranks";
 }
 
 TEST(Ranks, TheRankWithOneWorkerIsTheStragglerWithDecoding) {

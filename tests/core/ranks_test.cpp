@@ -176,6 +176,22 @@ TEST(CrossRank, ARankKilledMidRunIsTheOneTheOthersWereStoppedWaitingFor) {
   EXPECT_NE(text.find("step 7: rank 1 never arrived at the all-reduce"), std::string::npos) << text;
 }
 
+TEST(CrossRank, ThePageHasTheAnswerTheChartTheRanksAndEscapedEvidence) {
+  RankSteps r2 = rank(2, 40, Verdict::retrieval);
+  for (auto& st : r2.steps) st.evidence = "reads of <b>big</b> & slow files";
+  CrossRankReport rep;
+  ASSERT_TRUE(cross_rank({rank(0, 0.2), r2}, {}, rep).is_ok());  // rank 1 missing
+  const std::string html = cross_rank_html(rep, {"rank 0 (vm, out.rank0.json): 12 steady steps\n", "rank 2 <x>\n"}, false);
+  EXPECT_EQ(html.rfind("<!doctype html>", 0), 0u) << html.substr(0, 80);
+  EXPECT_NE(html.find("<b>rank 2 is the straggler</b> on 10 of 10 steady steps (retrieval)"), std::string::npos);
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  EXPECT_NE(html.find("<td>1</td><td colspan=\"4\" class=\"l muted\">no trace</td>"), std::string::npos) << "the missing rank's row";
+  EXPECT_NE(html.find("reads of &lt;b&gt;big&lt;/b&gt; &amp; slow files"), std::string::npos);
+  EXPECT_EQ(html.find("<b>big</b>"), std::string::npos) << "evidence is escaped";
+  EXPECT_NE(html.find("rank 2 &lt;x&gt;"), std::string::npos);
+  EXPECT_NE(html.find("</html>"), std::string::npos);
+}
+
 TEST(CrossRank, ARanksTraceNeedsItsRankFacts) {
   Trace t;
   RankSteps r;

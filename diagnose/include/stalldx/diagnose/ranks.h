@@ -130,5 +130,9 @@ std::string cross_rank_json(const CrossRankReport& r, bool standin);
 // verdict and labelled with its rank; steps that do not fit are grouped (mean wait, the most frequent
 // straggler). Fixed width; every text escaped.
 std::string cross_rank_svg(const CrossRankReport& r, bool standin);
+// One self-contained HTML page: the run's answer and notes, the chart above, the table by rank (missing
+// ranks as rows without a trace), each rank's own verdicts (`rank_lines`: rank_steps_line's), and every
+// step with a straggler and its evidence. Every string from a trace escaped.
+std::string cross_rank_html(const CrossRankReport& r, const std::vector<std::string>& rank_lines, bool standin);
 
 }  // namespace stalldx::diagnose
