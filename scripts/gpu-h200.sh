@@ -12,6 +12,8 @@
 #   gpu-h200.sh counts    example 2's CUDA calls by name (every call recorded)
 #   gpu-h200.sh ranks     NCCL at world size 1 (recorded), then 4 ranks x 4 workers under the host's mpirun
 #   gpu-h200.sh closing   example 2 device-bound (30 steps) per step, 5 native/record pairs, the host's CPU topology
+#   gpu-h200.sh x2        (nvidia-h200-x2) two ranks, one GPU each, NCCL: balanced seed workload, then rank 1 with
+#                         slow reads / one worker / pageable memory; traces trimmed for tests/data
 #   gpu-h200.sh devicebound  example 2's device-bound case at 448/384/320 px: verdicts, and the long CUDA calls of 448's stalled steps
 set -uo pipefail
 OUT=${OUT:-./gpu-out}; mkdir -p "$OUT"
@@ -130,6 +132,21 @@ for k, n in long.most_common(20): print(n, round(total[k], 1), 'ms', k)
 for e in ev:
     if e.get('cat') in ('cuda_api', 'sync') and e.get('dur', 0) > 20000: print(round(e['ts']/1000, 1), round(e['dur']/1000, 1), e['name'], e.get('args', {}).get('step'), e.get('tid'))
 " /tmp/ex2-db448.json > "$OUT/long-calls.txt" 2>&1
+  ;;
+x2)
+  if [[ -e /usr/lib/x86_64-linux-gnu/libmpi.so.40 ]]; then rm -f .gpu/lib/libmpi.so.40 .gpu/lib/libopen-pal.so.40 .gpu/lib/libopen-rte.so.40; fi
+  mpi="mpirun --allow-run-as-root -np 2 -x LD_LIBRARY_PATH -x PATH -x XDG_CACHE_HOME"
+  one="--device cuda --batch 128 --workers 8 --prefetch 2 --device-ms 30 --warmup 3 --steps 20"
+  stalldx run $one --no-profile > "$OUT/x2-one-gpu.txt" 2>&1  # the one-GPU figure, same per-rank workers
+  for c in "balanced|" "slow-reads-r1|--rank-override 1:read-latency-ms=20" "one-worker-r1|--rank-override 1:workers=1" \
+           "pageable-r1|--rank-override 1:memory=pageable,1:copy=sample"; do
+    name=${c%%|*}; args=${c#*|}
+    echo "-- $name: $args"
+    $mpi stalldx run $one $args --trace /tmp/x2-$name.json > /tmp/x2-$name.log 2>&1; echo "mpirun rc=$?"
+    grep -E "result|all-reduce|rank [01] of 2" /tmp/x2-$name.log | cut -c1-300
+    stalldx diagnose /tmp/x2-$name.rank*.json 2>&1 | grep -vE "^  step [0-9]+:"
+  done > "$OUT/x2.txt" 2>&1
+  tar czf "$OUT/x2-traces.tgz" -C /tmp $(cd /tmp && ls x2-*.rank*.json x2-*.log 2>/dev/null)
   ;;
 ranks)
   {
