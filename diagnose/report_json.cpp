@@ -72,6 +72,10 @@ std::string report_json(const Report& rep) {
     bw.push_back({{"kind", b.kind}, {"copies", b.copies}, {"bytes", b.bytes}, {"total_ms", b.total_ms}, {"gbps", b.gbps}});
   j["bandwidth"] = bw;
   j["device_busy_union_ms"] = rep.device_busy_union_ms;
+  if (const CollectiveSummary& c = rep.collective; c.ranges > 0)
+    j["collective"] = {{"ranges", c.ranges},         {"host_mean_ms", c.host_mean_ms},     {"host_p95_ms", c.host_p95_ms},
+                       {"device_records", c.device_records}, {"device_mean_ms", c.device_mean_ms}, {"device_p95_ms", c.device_p95_ms},
+                       {"device_bytes_per_range", c.device_bytes_per_range}};
   j["device_busy_sum_ms"] = rep.device_busy_sum_ms;
   return j.dump(2);
 }

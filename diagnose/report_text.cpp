@@ -68,6 +68,14 @@ std::string report_text(const Report& rep, bool with_summaries) {
     for (const BandwidthRow& b : rep.bandwidth)
       fmt::format_to(o, "  copies {:<24} {:>6} copies {:>10.1f} MB {:>9.3f} ms  {:.1f} GB/s\n", b.kind, b.copies, b.bytes / 1e6,
                      b.total_ms, b.gbps);
+    if (const CollectiveSummary& c = rep.collective; c.ranges > 0) {
+      fmt::format_to(o, "  all-reduce {} times: host {:.3f} ms mean, p95 {:.3f} (the wait for the other ranks included)", c.ranges,
+                     c.host_mean_ms, c.host_p95_ms);
+      if (c.device_records > 0)
+        fmt::format_to(o, "; on the device {} records, {:.1f} MB a time, {:.3f} ms mean, p95 {:.3f}", c.device_records,
+                       c.device_bytes_per_range / 1e6, c.device_mean_ms, c.device_p95_ms);
+      out += "\n";
+    }
   }
   return out;
 }

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "summaries.h"
+#include "stalldx/launched_within.h"
 #include "stalldx/stats.h"
 
 namespace stalldx::diagnose {
@@ -67,6 +68,36 @@ void build_summaries(const Trace& t, const TraceIndex& ix, Report& rep) {
     rep.bandwidth.push_back(b);
   }
   for (const Interval& i : ix.busy) rep.device_busy_union_ms += ms(i.end - i.begin);
+  build_collective_summary(t, rep.collective);
+}
+
+void build_collective_summary(const Trace& t, CollectiveSummary& out) {
+  out = CollectiveSummary{};
+  std::vector<double> host, device;
+  for (const HostRange& r : t.ranges)
+    if (r.role == Role::collective) host.push_back(ms(r.end_ns - r.begin_ns));
+  if (host.empty()) return;
+  double bytes = 0;
+  for (std::size_t i : activities_launched_within(t, Role::collective)) {
+    const DeviceActivity& a = t.activities[i];
+    if (!is_device_work(a.kind)) continue;
+    device.push_back(ms(a.end_ns - a.begin_ns));
+    bytes += static_cast<double>(a.bytes);
+  }
+  const auto mean = [](const std::vector<double>& v) {
+    double sum = 0;
+    for (double d : v) sum += d;
+    return v.empty() ? 0 : sum / static_cast<double>(v.size());
+  };
+  std::sort(host.begin(), host.end());
+  std::sort(device.begin(), device.end());
+  out.ranges = host.size();
+  out.host_mean_ms = mean(host);
+  out.host_p95_ms = percentile_sorted(host, 95);
+  out.device_records = device.size();
+  out.device_mean_ms = mean(device);
+  out.device_p95_ms = percentile_sorted(device, 95);
+  out.device_bytes_per_range = bytes / static_cast<double>(out.ranges);
 }
 
 }  // namespace stalldx::diagnose

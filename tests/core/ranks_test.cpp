@@ -123,6 +123,7 @@ Trace nccl_rank_trace(double device_late_ms, bool linked) {
     a.name = kernel;
     a.correlation = corr;
     a.step = i;
+    a.bytes = 51'200'000;
     t.activities.push_back(a);
     DeviceActivity other = a;
     other.correlation = corr + 100;
@@ -142,6 +143,20 @@ TEST(CrossRank, WithNcclARankArrivesWhenItsKernelBeginsOnTheDevice) {
   ASSERT_TRUE(rank_steps(nccl_rank_trace(60, false), "nccl.rank0.json", {}, r).is_ok());
   EXPECT_FALSE(r.device_arrival);
   for (const RankSteps::Step& s : r.steps) EXPECT_EQ(s.arrive_ns, static_cast<std::int64_t>((s.step * 100.0 + 10) * 1e6)) << s.step;
+}
+
+TEST(CrossRank, TheReportSaysWhatTheAllReduceCostOnTheHostAndOnTheDevice) {
+  const Report rep = diagnose(nccl_rank_trace(60, true));
+  const CollectiveSummary& c = rep.collective;
+  EXPECT_EQ(c.ranges, 6u);
+  EXPECT_NEAR(c.host_mean_ms, 1.0, 1e-6);
+  EXPECT_EQ(c.device_records, 6u) << "not the other thread's work";
+  EXPECT_NEAR(c.device_mean_ms, 35.0, 1e-6);
+  EXPECT_NEAR(c.device_bytes_per_range, 51.2e6, 1);
+  const std::string text = report_text(rep, true);
+  EXPECT_NE(text.find("all-reduce 6 times: host 1.000 ms mean"), std::string::npos) << text;
+  EXPECT_NE(text.find("on the device 6 records, 51.2 MB a time, 35.000 ms mean"), std::string::npos) << text;
+  EXPECT_EQ(diagnose(Trace{}).collective.ranges, 0u);
 }
 
 TEST(LaunchedWithin, OnlyWorkLaunchedFromInsideTheRoleOnItsOwnThread) {

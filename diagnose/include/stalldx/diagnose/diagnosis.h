@@ -146,6 +146,16 @@ struct RunSummary {
   std::vector<Advised> advice;                               // the recommendations, in order
 };
 
+// A rank's all-reduce after each step (ranks of an MPI job): its host side (the `collective` ranges,
+// the wait for the other ranks included) and the device work those ranges enqueued (NCCL's kernels).
+struct CollectiveSummary {
+  std::size_t ranges = 0;                 // 0: the run had no collective
+  double host_mean_ms = 0, host_p95_ms = 0;
+  std::size_t device_records = 0;         // linked by correlation to calls inside the ranges
+  double device_mean_ms = 0, device_p95_ms = 0;
+  double device_bytes_per_range = 0;      // the records' bytes / ranges
+};
+
 struct Report {
   std::string device;
   Coverage coverage;
@@ -154,6 +164,7 @@ struct Report {
   std::vector<SummaryRow> host_summary, api_summary, device_summary;
   std::vector<BandwidthRow> bandwidth;
   double device_busy_union_ms = 0, device_busy_sum_ms = 0;   // whole capture
+  CollectiveSummary collective;
 };
 
 // The reference pipeline's configuration as the trace recorded it. `present` is false for traces of
