@@ -76,7 +76,7 @@ Action add_run_command(CLI::App& app) {
     int rc = 0;
     if (!st.is_ok()) {
       rc = fail("run", st);
-      if (r.steps_completed == 0) return rc;
+      if (r.steps_completed == 0 && !r.has_trace) return rc;  // what was recorded is written (marked), even from the first step
     }
     // Ranks: one line each; only rank 0 (or a run alone) prints the full report and diagnosis. Every
     // rank writes its trace: `stalldx diagnose out.rank*.json` reads them together.
