@@ -76,10 +76,10 @@ Status make_step_collective(const World& w, const RunConfig& c, const std::atomi
   out.reset();
   if (c.allreduce_mb <= 0 || c.collective == CollectiveKind::none) return Status::ok();
   if (c.collective == CollectiveKind::auto_select && c.world_size <= 1) return Status::ok();
-  if (c.collective == CollectiveKind::nccl && !nccl_built())
-    return Status::unavailable("--collective nccl: this stalldx was built without NCCL (CMake found no nccl.h/libnccl beside the CUDA toolkit)");
   if (c.collective == CollectiveKind::nccl && c.device == DeviceKind::none)
     return Status::invalid("--collective nccl with --device none: NCCL needs a GPU; use --collective mpi");
+  if (c.collective == CollectiveKind::nccl && !nccl_built())
+    return Status::unavailable("--collective nccl: this stalldx was built without NCCL (CMake found no nccl.h/libnccl beside the CUDA toolkit)");
   if (c.world_size > 1 && !w.mpi && !built_with_mpi())
     return Status::unavailable("--world-size > 1 with an all-reduce needs MPI (this stalldx was built without it)");
   out = std::make_unique<StepAllReduce>(w, c, stop);
