@@ -56,6 +56,12 @@ Status rank_steps(const Trace& t, const std::string& file, const Thresholds& th,
     auto [it, fresh] = arrive.emplace(step, ts);
     if (!fresh) it->second = std::min(it->second, ts);
   };
+  // And it leaves when the last of those ends: the next step's own time runs from there.
+  std::map<std::int64_t, std::int64_t> leave;  // step -> last collective end
+  const auto latest = [&leave](std::int64_t step, std::int64_t ts) {
+    auto [it, fresh] = leave.emplace(step, ts);
+    if (!fresh) it->second = std::max(it->second, ts);
+  };
   std::map<std::int64_t, std::int64_t> on_device;
   for (std::size_t i : activities_launched_within(t, Role::collective)) {
     const DeviceActivity& a = t.activities[i];
@@ -66,9 +72,16 @@ Status rank_steps(const Trace& t, const std::string& file, const Thresholds& th,
   out.device_arrival = !on_device.empty();
   if (out.device_arrival) {
     for (const auto& [step, ts] : on_device) earliest(step, ts);
+    for (std::size_t i : activities_launched_within(t, Role::collective)) {
+      const DeviceActivity& a = t.activities[i];
+      if (a.step >= 0 && is_device_work(a.kind)) latest(a.step, a.end_ns);
+    }
   } else {
     for (const HostRange& r : t.ranges)
-      if (r.role == Role::collective && r.step >= 0) earliest(r.step, r.begin_ns);
+      if (r.role == Role::collective && r.step >= 0) {
+        earliest(r.step, r.begin_ns);
+        latest(r.step, r.end_ns);
+      }
   }
   out.steps.reserve(rep.steps.size());
   for (const StepDiagnosis& sd : rep.steps) {
@@ -78,7 +91,10 @@ Status rank_steps(const Trace& t, const std::string& file, const Thresholds& th,
     s.window_ms = sd.window_ms;
     s.verdict = sd.verdict;
     s.evidence = sd.evidence;
-    if (auto it = arrive.find(sd.step); it != arrive.end()) s.arrive_ns = it->second + offset;
+    if (auto it = arrive.find(sd.step); it != arrive.end()) {
+      s.arrive_ns = it->second + offset;
+      if (auto prev = leave.find(sd.step - 1); prev != leave.end() && it->second >= prev->second) s.own_ns = it->second - prev->second;
+    }
     out.steps.push_back(std::move(s));
   }
   std::sort(out.steps.begin(), out.steps.end(), [](const auto& a, const auto& b) { return a.step < b.step; });
@@ -109,6 +125,7 @@ Status CrossRankAccumulator::add(const RankSteps& r) {
     if (s.step == r.stuck_step) ++st.stuck;
     if (s.arrive_ns < 0) continue;
     ++st.arrivals;
+    if (s.own_ns >= 0) st.min_own_ns = std::min(st.min_own_ns, s.own_ns);
     if (s.arrive_ns < st.first_ns) {
       st.first_ns = s.arrive_ns;
       st.first_rank = r.rank;
@@ -118,6 +135,7 @@ Status CrossRankAccumulator::add(const RankSteps& r) {
       st.last_rank = r.rank;
       st.last_verdict = s.verdict;
       st.last_evidence = s.evidence;
+      st.last_own_ns = s.own_ns;
     }
     if (world_size_ <= kListedWaiters) st.arrived.push_back({s.arrive_ns, r.rank});
   }
@@ -128,6 +146,7 @@ CrossRankReport CrossRankAccumulator::finish() const {
   CrossRankReport out;
   out.world_size = world_size_;
   out.run_id = run_id_;
+  int skew_steps = 0;  // arrivals apart only because the ranks left the previous all-reduce apart
   std::vector<RankState> ranks = ranks_;
   std::sort(ranks.begin(), ranks.end(), [](const RankState& a, const RankState& b) { return a.rank < b.rank; });
   {
@@ -195,7 +214,13 @@ CrossRankReport CrossRankAccumulator::finish() const {
     } else if (st.arrivals >= 2) {
       cs.waited_ms = (st.last_ns - st.first_ns) / 1e6;
       const double window = st.windows ? st.window_sum_ms / st.windows : 0;
-      if (cs.waited_ms >= std::max(th_.straggler_ms, th_.straggler_fraction * window)) {
+      const double threshold = std::max(th_.straggler_ms, th_.straggler_fraction * window);
+      // Ranks that left the previous all-reduce apart arrive at this one as far apart with equal steps:
+      // the last is a straggler only when its own step (from leaving the previous one) was longer too.
+      const bool own_known = st.last_own_ns >= 0 && st.min_own_ns != INT64_MAX;
+      const bool own_longer = !own_known || (st.last_own_ns - st.min_own_ns) / 1e6 >= threshold;
+      if (cs.waited_ms >= threshold && !own_longer) ++skew_steps;
+      if (cs.waited_ms >= threshold && own_longer) {
         cs.straggler = st.last_rank;
         cs.straggler_verdict = st.last_verdict;
         cs.straggler_evidence = st.last_evidence;
@@ -219,6 +244,9 @@ CrossRankReport CrossRankAccumulator::finish() const {
   }
   for (const RankRow& r : out.ranks)
     if (r.steady_steps > 0 && r.straggler_steps >= th_.consistent_share * static_cast<double>(out.steps.size())) out.run_straggler = r.rank;
+  if (skew_steps > 0)
+    out.notes.push_back(fmt::format("{} step{} the ranks arrived apart only because they left the previous all-reduce as far apart (their "
+                                    "own steps took as long): no straggler named there", skew_steps, skew_steps == 1 ? "" : "s"));
   return out;
 }
 

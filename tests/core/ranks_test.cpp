@@ -207,6 +207,23 @@ TEST(CrossRank, ThePageHasTheAnswerTheChartTheRanksAndEscapedEvidence) {
   EXPECT_NE(html.find("</html>"), std::string::npos);
 }
 
+// Own steps: from leaving step s-1's all-reduce to arriving at step s's. Rank 0 leaves every all-reduce
+// 10 ms after the others (the collective's own skew) and so arrives 10 ms late with an equal step: not a
+// straggler. Rank 2's own step is 40 ms longer: it is.
+TEST(CrossRank, ArrivingLateOnlyBecauseOfLeavingLateIsNotStraggling) {
+  auto with_own = [](RankSteps r, double own_ms) {
+    for (auto& st : r.steps) st.own_ns = static_cast<std::int64_t>(own_ms * 1e6);
+    return r;
+  };
+  CrossRankReport rep;
+  ASSERT_TRUE(cross_rank({with_own(rank(0, 10), 60), with_own(rank(1, 0), 60), with_own(rank(2, 0.5), 60)}, {}, rep).is_ok());
+  EXPECT_EQ(rep.run_straggler, -1);
+  EXPECT_EQ(rep.balanced_steps, 10);
+  EXPECT_NE(cross_rank_text(rep, false).find("left the previous all-reduce as far apart"), std::string::npos) << cross_rank_text(rep, false);
+  ASSERT_TRUE(cross_rank({with_own(rank(0, 0), 60), with_own(rank(1, 0.2), 60), with_own(rank(2, 40, Verdict::retrieval), 100)}, {}, rep).is_ok());
+  EXPECT_EQ(rep.run_straggler, 2);
+}
+
 TEST(CrossRank, ARanksTraceNeedsItsRankFacts) {
   Trace t;
   RankSteps r;

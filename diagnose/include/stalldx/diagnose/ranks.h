@@ -33,6 +33,7 @@ struct RankSteps {
     std::int64_t step = -1;
     bool warmup = false;
     std::int64_t arrive_ns = -1;  // its collective began, on the device or else the host (rank 0's clock); -1: never reached
+    std::int64_t own_ns = -1;     // from leaving the previous step's collective to arriving at this one (its own step); -1: unknown
     double window_ms = 0;
     Verdict verdict = Verdict::device_bound;
     std::string evidence;
@@ -102,6 +103,7 @@ class CrossRankAccumulator {
     int first_rank = -1, last_rank = -1, arrivals = 0;
     Verdict last_verdict = Verdict::device_bound;
     std::string last_evidence;
+    std::int64_t last_own_ns = -1, min_own_ns = INT64_MAX;  // the last arrival's own step; the shortest own step
     double window_sum_ms = 0;
     int windows = 0;
     int stuck = 0;                    // ranks stopped while waiting in this step's all-reduce
