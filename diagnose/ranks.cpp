@@ -62,21 +62,14 @@ Status rank_steps(const Trace& t, const std::string& file, const Thresholds& th,
     auto [it, fresh] = leave.emplace(step, ts);
     if (!fresh) it->second = std::max(it->second, ts);
   };
-  std::map<std::int64_t, std::int64_t> on_device;
   for (std::size_t i : activities_launched_within(t, Role::collective)) {
     const DeviceActivity& a = t.activities[i];
     if (a.step < 0 || !is_device_work(a.kind)) continue;
-    auto [it, fresh] = on_device.emplace(a.step, a.begin_ns);
-    if (!fresh) it->second = std::min(it->second, a.begin_ns);
+    earliest(a.step, a.begin_ns);
+    latest(a.step, a.end_ns);
+    out.device_arrival = true;
   }
-  out.device_arrival = !on_device.empty();
-  if (out.device_arrival) {
-    for (const auto& [step, ts] : on_device) earliest(step, ts);
-    for (std::size_t i : activities_launched_within(t, Role::collective)) {
-      const DeviceActivity& a = t.activities[i];
-      if (a.step >= 0 && is_device_work(a.kind)) latest(a.step, a.end_ns);
-    }
-  } else {
+  if (!out.device_arrival) {
     for (const HostRange& r : t.ranges)
       if (r.role == Role::collective && r.step >= 0) {
         earliest(r.step, r.begin_ns);

@@ -163,12 +163,13 @@ Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<
   const auto rank_step_end = [&](std::int64_t s) {
     if (collective == nullptr) return leaving;
     StepEnd end;
+    bool failed = false;
     const std::int64_t b = now_ns();
     {
       STALLDX_RANGE(collective, "all_reduce", RangeIds{s, s, -1});
-      if (Status st = collective->after_step(s, leaving, end); !st.is_ok() && failure.is_ok()) {
-        failure = st;
-        end.any_leaving = true;
+      if (Status st = collective->after_step(s, leaving, end); !st.is_ok()) {
+        if (failure.is_ok()) failure = st;
+        failed = true;
       }
     }
     if (end.stopped_waiting) {
@@ -176,8 +177,9 @@ Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<
       r.stuck_in_collective_step = s;
     }
     if (!leaving && end.leaver >= 0) r.stopped_by_rank = end.leaver;
-    if (!end.any_leaving) collective_spans.push_back({s, b, now_ns()});
-    return leaving || end.any_leaving;
+    const bool stop_all = failed || end.any_leaving();
+    if (!stop_all) collective_spans.push_back({s, b, now_ns()});
+    return leaving || stop_all;
   };
   for (int s = 0; s < total; ++s) {
     if (stop && stop->load()) {

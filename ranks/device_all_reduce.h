@@ -22,8 +22,8 @@ class DeviceAllReduce {
   virtual std::size_t bytes() const = 0;
 };
 
-// Whether this build has NCCL.
-bool nccl_built();
+// Ok when this build has NCCL; else why not (the one message for it).
+Status nccl_available();
 // Creates the communicator over `w` (rank 0's unique id broadcast through the transport; alone: one
 // rank) on CUDA device `device`, with `bytes` of bf16 gradients; `compute_stream` is the stage's
 // cudaStream_t. Collective over the world.

@@ -71,7 +71,7 @@ class NcclAllReduce final : public DeviceAllReduce {
 };
 }  // namespace
 
-bool nccl_built() { return true; }
+Status nccl_available() { return Status::ok(); }
 
 Status make_nccl_all_reduce(const World& w, std::size_t bytes, void* compute_stream, int device, std::unique_ptr<DeviceAllReduce>& out) {
   auto a = std::make_unique<NcclAllReduce>(bytes, static_cast<cudaStream_t>(compute_stream));

@@ -27,7 +27,7 @@ class StepAllReduce final : public pipeline::StepCollective {
     if (failed >= 0) return Status::unavailable(fmt::format("rank {} could not set up its run: this one stops with it", failed));
     const std::size_t bytes = static_cast<std::size_t>(mb_ * 1e6);
     void* stream = stage->cuda_stream();
-    const bool nccl = kind_ == CollectiveKind::nccl || (kind_ == CollectiveKind::auto_select && stream != nullptr && nccl_built());
+    const bool nccl = kind_ == CollectiveKind::nccl || (kind_ == CollectiveKind::auto_select && stream != nullptr && nccl_available().is_ok());
     if (!nccl) {
       host_.assign(bytes / sizeof(float), 0.f);
       return Status::ok();
@@ -44,14 +44,10 @@ class StepAllReduce final : public pipeline::StepCollective {
   Status after_step(std::int64_t, bool leaving, pipeline::StepEnd& end) override {
     end = {};
     if (Status st = agree_first(w_, leaving, end.leaver, stop_, &end.stopped_waiting); !st.is_ok()) return st;
-    end.any_leaving = end.leaver >= 0 || end.stopped_waiting;
-    if (end.any_leaving) return Status::ok();
+    if (end.any_leaving()) return Status::ok();
     if (device_reduce_) return device_reduce_->enqueue();
     if (Status st = host_sum(w_, host_.data(), host_.size(), stop_, &end.stopped_waiting); !st.is_ok()) return st;
-    if (end.stopped_waiting) {
-      end.any_leaving = true;
-      abandoned_ = true;
-    }
+    abandoned_ = end.stopped_waiting;
     return Status::ok();
   }
 
@@ -78,8 +74,8 @@ Status make_step_collective(const World& w, const RunConfig& c, const std::atomi
   if (c.collective == CollectiveKind::auto_select && c.world_size <= 1) return Status::ok();
   if (c.collective == CollectiveKind::nccl && c.device == DeviceKind::none)
     return Status::invalid("--collective nccl with --device none: NCCL needs a GPU; use --collective mpi");
-  if (c.collective == CollectiveKind::nccl && !nccl_built())
-    return Status::unavailable("--collective nccl: this stalldx was built without NCCL (CMake found no nccl.h/libnccl beside the CUDA toolkit)");
+  if (c.collective == CollectiveKind::nccl)
+    if (Status st = nccl_available(); !st.is_ok()) return st.prefixed("--collective nccl");
   if (c.world_size > 1 && !w.mpi && !built_with_mpi())
     return Status::unavailable("--world-size > 1 with an all-reduce needs MPI (this stalldx was built without it)");
   out = std::make_unique<StepAllReduce>(w, c, stop);

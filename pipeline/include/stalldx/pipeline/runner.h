@@ -57,14 +57,14 @@ using PhaseCallback = std::function<void(RunPhase)>;
 // What a rank does with the other ranks after each step (an MPI job; ranks/ implements it): the
 // all-reduce of the step's gradients. Called on the consumer thread, once per step on every rank,
 // inside a `collective` range. `leaving`: this rank stops after this step (Ctrl-C, a failure); the ranks
-// first agree whether any is leaving — then none starts the all-reduce and `any_leaving` is true on all,
+// first agree whether any is leaving — then none starts the all-reduce and `any_leaving()` is true on all,
 // so every rank stops at the same step and none waits for one that left. A rank that never comes (it was
 // killed) cannot agree: the wait then ends when the run's stop flag is raised (the launcher stops the
-// job), with `stopped_waiting` and `any_leaving` set.
+// job), with `stopped_waiting` set.
 struct StepEnd {
-  bool any_leaving = false;
-  int leaver = -1;  // the lowest rank that was leaving (any_leaving by agreement); -1: none or unknown
+  int leaver = -1;  // the lowest rank that was leaving, by agreement; -1: none, or not known (stopped waiting)
   bool stopped_waiting = false;
+  bool any_leaving() const { return leaver >= 0 || stopped_waiting; }  // every rank stops after this step
 };
 class StepCollective {
  public:
