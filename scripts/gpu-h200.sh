@@ -9,6 +9,9 @@
 #   gpu-h200.sh kineto    torch.profiler traces of induced cases (for tests/data/kineto)
 #   gpu-h200.sh perf      pipeline_bench on a ≥ 40 KB set (12,288 files, --detail 1.5) and the seed workload's knee
 #   gpu-h200.sh overhead  record's cost on example 2: native / record / lighter record options, alternating
+#   gpu-h200.sh launchcost  the host cost of one kernel launch, natively and under each way of recording
+#   gpu-h200.sh retrieval example 2's slow-read cases (one worker, eight) under record, traces kept
+#   gpu-h200.sh smt       the decode-only loop's 2-thread scaling on pairs of vCPUs (shared cores?)
 #   gpu-h200.sh counts    example 2's CUDA calls by name (every call recorded)
 #   gpu-h200.sh ranks     NCCL at world size 1 (recorded), then 4 ranks x 4 workers under the host's mpirun
 #   gpu-h200.sh closing   example 2 device-bound (30 steps) per step, 5 native/record pairs, the host's CPU topology
@@ -72,6 +75,14 @@ examples)
     stalldx diagnose /tmp/ex2-$name.json --no-summaries 2>&1 | grep -E "^ +[0-9]+ " | cut -c1-200
   done > "$OUT/examples.txt" 2>&1
   ;;
+retrieval)  # example 2's slow reads: one worker (every step waits) and eight (batches arrive in bursts); traces kept
+  for c in "retrieval-w1|--workers 1 --read-delay-ms 8 --steps 16" "retrieval-w8|--workers 8 --read-delay-ms 40 --steps 40"; do
+    name=${c%%|*}; args=${c#*|}
+    echo "-- $name: $args"
+    stalldx record --warmup 3 --trace /tmp/ex2-$name.json -- $py $args 2>&1 | summary
+    gzip -c /tmp/ex2-$name.json > "$OUT/ex2-$name.json.gz"
+  done > "$OUT/retrieval.txt" 2>&1
+  ;;
 kineto)
   for c in "device-bound-448|--workers 12 --image-size 448" "w0-annotated-reads|--workers 0 --read-delay-ms 10" "w0-decoding|--workers 0" \
            "slow-reads-w8|--workers 8 --read-delay-ms 40 --steps 24"; do
@@ -84,10 +95,30 @@ kineto)
 overhead)
   rate() { "$@" 2>&1 | grep -oE "[0-9]+ img/s" | head -1 | grep -oE "[0-9]+"; }
   ex="$py --workers 12 --steps 30"
-  for i in 1 2 3 4 5 6; do
-    echo "round $i native $(rate $ex) record $(rate stalldx record --trace /tmp/ov.json -- $ex)" \
-         "no-driver-no-sync $(rate stalldx record --no-cuda-driver --no-cuda-sync --trace /tmp/ov.json -- $ex)"
+  for i in ${ROUNDS:-1 2 3 4 5}; do
+    echo "round $i native $(rate $ex) record $(rate stalldx record --trace /tmp/ov.json -- $ex)"
   done > "$OUT/overhead.txt" 2>&1
+  for f in /tmp/ov.json; do
+    echo "== $f"; stalldx diagnose $f 2>&1 | grep -E "steady state|→|coverage|confidence" | cut -c1-300
+  done >> "$OUT/overhead.txt"
+  ;;
+launchcost)  # the host cost of one launch (bench/launch_cost.py) natively and under each way of recording
+  lc="env -u LD_LIBRARY_PATH python3 bench/launch_cost.py"
+  cost() { "$@" 2>&1 | grep -oE "^launch_cost: .*"; }
+  { cat /sys/devices/system/clocksource/clocksource0/current_clocksource
+    for i in ${ROUNDS:-1 2 3}; do
+      echo "round $i"
+      echo "  native        $(cost $lc)"
+      echo "  record        $(cost stalldx record --trace /tmp/lc.json -- $lc)"
+      echo "  no-drv-sync   $(cost stalldx record --no-cuda-driver --no-cuda-sync --trace /tmp/lc.json -- $lc)"
+      echo "  nvtx-only     $(cost stalldx record --no-cuda --trace /tmp/lc.json -- $lc)"
+    done
+  } > "$OUT/launch-cost.txt" 2>&1
+  ;;
+smt)  # do two vCPUs share a core? the decode-only loop's 2-thread scaling on pairs of vCPUs
+  for cpus in 0,1 0,2 0,4 0,8 0,15 3,11 7,8; do
+    echo "cpus $cpus: $(taskset -c $cpus pipeline_bench --data $data --max-workers 2 --steps 10 2>&1 | grep -E '^decode-only')"
+  done > "$OUT/smt.txt" 2>&1
   ;;
 counts)  # which CUDA calls example 2 makes, by name, with every call recorded (what the default leaves out)
   stalldx record --cuda-every-call --trace /tmp/ov-every.json -- $py --workers 12 --steps 30 > /dev/null 2>&1

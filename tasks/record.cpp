@@ -85,7 +85,8 @@ Status run_record(const RecordOptions& o, RecordResult& r, const StopFlag* stop)
   r.cuda_records_complete = o.cuda && o.optional.driver && o.optional.sync;
   r.trace.meta.config["cuda_records"] =
       !o.cuda ? "none (--no-cuda)"
-              : fmt::format("runtime API + device activity{}{}{}", o.optional.driver ? " + driver API" : " (no driver API: --no-cuda-driver)",
+              : fmt::format("runtime API + device activity{}{}{}", !o.optional.driver ? " (no driver API: --no-cuda-driver)"
+                            : o.optional.every_call ? " + driver API" : " + driver API work calls (launch, copy, set, wait, allocate)",
                             o.optional.sync ? " + synchronization" : " (no synchronization records: --no-cuda-sync)",
                             o.optional.every_call ? " + state queries" : " (calls that only query state left out)");
   const Status w = write_trace_file(r.trace, o.trace);

@@ -30,4 +30,31 @@ std::size_t skip_state_queries(CUpti_CallbackDomain domain) {
   return n;
 }
 
+bool work_call(std::string_view name) {
+  std::string_view stem = name;
+  for (std::string_view p : {"cuda", "cu64", "cu"})
+    if (stem.starts_with(p)) {
+      stem.remove_prefix(p.size());
+      break;
+    }
+  if (stem.starts_with("Graph") && !stem.starts_with("GraphLaunch")) return false;  // graph building, not work
+  for (std::string_view p : {"Launch", "GraphLaunch", "Memcpy", "Memset", "StreamWaitEvent", "EventQuery", "StreamQuery", "Malloc", "MemAlloc",
+                             "Free", "MemFree", "HostAlloc", "MemHostAlloc", "HostRegister", "MemHostRegister"})
+    if (stem.starts_with(p)) return true;
+  return stem.find("Synchronize") != std::string_view::npos;
+}
+
+std::size_t record_work_calls(CUpti_CallbackDomain domain) {
+  const bool driver = domain == CUPTI_CB_DOMAIN_DRIVER_API;
+  const CUpti_CallbackId end = driver ? static_cast<CUpti_CallbackId>(CUPTI_DRIVER_TRACE_CBID_SIZE)
+                                      : static_cast<CUpti_CallbackId>(CUPTI_RUNTIME_TRACE_CBID_SIZE);
+  std::size_t n = 0;
+  for (CUpti_CallbackId id = 1; id < end; ++id) {
+    const char* name = nullptr;
+    if (cuptiGetCallbackName(domain, id, &name) != CUPTI_SUCCESS || name == nullptr || !work_call(name)) continue;
+    n += (driver ? cuptiActivityEnableDriverApi(id, 1) : cuptiActivityEnableRuntimeApi(id, 1)) == CUPTI_SUCCESS;
+  }
+  return n;
+}
+
 }  // namespace stalldx::cuda

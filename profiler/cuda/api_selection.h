@@ -1,5 +1,6 @@
 // Which CUDA API calls get a CUPTI activity record: by default not those that only query state
-// (cupti_collector.cpp; --cuda-every-call records them too).
+// (cupti_collector.cpp; --cuda-every-call records them too), and of the driver API only the calls that
+// put work on the device or wait for it.
 #pragma once
 
 #include <cupti.h>
@@ -14,5 +15,11 @@ bool state_query(std::string_view name);
 // Turns off activity records for the state queries of one API domain, whose activity kind is already
 // enabled. Returns how many callback ids were turned off.
 std::size_t skip_state_queries(CUpti_CallbackDomain domain);
+// True for a runtime or driver API callback name of a call that launches, copies, sets, synchronizes,
+// waits on or polls an event or stream, or allocates (cudaLaunchKernel, cuLaunchKernelEx, cuMemcpyAsync, cudaMalloc, ...).
+bool work_call(std::string_view name);
+// Turns on activity records for one domain's work calls one by one, its activity kind left off: the
+// other calls then pass without CUPTI's record keeping. Returns how many ids were turned on.
+std::size_t record_work_calls(CUpti_CallbackDomain domain);
 
 }  // namespace stalldx::cuda

@@ -47,7 +47,8 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
   // Optional records, as `stalldx record` was told (unset: all). The driver API matters: a program's
   // libraries (cuBLAS, cuDNN) launch through it.
   const auto optional = stalldx::record::cuda_records_from_env(std::getenv(stalldx::record::kRecordCudaEnv));
-  o.cupti_driver = optional.driver;
+  o.cupti_driver = optional.driver && optional.every_call;  // every driver call, or its work calls alone
+  o.cupti_driver_work = optional.driver;
   o.cupti_sync = optional.sync;
   o.cupti_every_call = optional.every_call;
   if (!session->start(o).is_ok()) return 1;

@@ -106,6 +106,8 @@ struct SessionOptions {
   bool nvtx = true;          // mirror ranges to NVTX domain "stalldx" (only when built with CUDA)
   bool cupti = true;         // CUPTI runtime + device activity (only when a CUDA collector was installed)
   bool cupti_driver = false; // also CUDA driver API calls: libraries (cuBLAS, cuDNN) launch through them
+  bool cupti_driver_work = false;  // of the driver API only the calls that launch, copy, set, wait or
+                                   // allocate (lighter: ignored when cupti_driver is set)
   bool cupti_sync = true;    // synchronization activity (which stream/event a sync waited on)
   bool cupti_every_call = false;  // also API calls that only query state (cudaGetLastError, cudaFuncGetAttributes,
                                   // cuCtxGetCurrent, ...): a launch-heavy program makes thousands a step, each a
