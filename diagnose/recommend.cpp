@@ -49,6 +49,39 @@ void producer_ratios(const Trace& t, const TraceIndex& ix, RunSummary& sum) {
   if (d_wall > 0) sum.decode_cpu_ratio = d_cpu / d_wall;
   if (q_wall > 0) sum.producer_runq_ratio = std::min(1.0, q / q_wall);
 }
+// Batches that arrive in bursts: a few steps wait long for input while the others find their batch
+// ready (DataLoader workers that each build a whole batch finish together). The run is input-bound
+// though most steps are not themselves stalled.
+struct Bursts {
+  int waited = 0, ready = 0;
+  double wait_ms = 0;        // input stall of the steps that waited
+  double ready_window_ms = 0;  // windows of the steps that did not
+  bool found = false;
+};
+Bursts find_bursts(const Report& rep) {
+  Bursts b;
+  double input_ms = 0, window_ms = 0;
+  for (const StepDiagnosis& s : rep.steps) {
+    if (s.warmup) continue;
+    window_ms += s.window_ms;
+    double step_input = 0;
+    for (const CauseShare& c : s.causes) {
+      const StallClass k = cause_class(c.cause);
+      if (k == StallClass::retrieval || k == StallClass::decoding || c.cause == Cause::input_unsplit) step_input += c.ms;
+    }
+    input_ms += step_input;
+    if (s.verdict == Verdict::retrieval || s.verdict == Verdict::decoding || s.verdict == Verdict::input) {
+      ++b.waited;
+      b.wait_ms += step_input;
+    } else {
+      ++b.ready;
+      b.ready_window_ms += s.window_ms;
+    }
+  }
+  // Two or more waits, most steps ready, and the waits at least half of the steady time.
+  b.found = b.waited >= 2 && b.ready > b.waited && window_ms > 0 && input_ms >= 0.5 * window_ms;
+  return b;
+}
 }  // namespace
 
 void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& th, Report& rep) {
@@ -105,7 +138,17 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
   // window), not when it holds most of nothing.
   const bool stall_matters = sum.steady_window_ms > 0 && stall >= 0.02 * sum.steady_window_ms;
   const auto share = [&](StallClass c) { return stall_matters ? sum.stall_ms[static_cast<std::size_t>(c)] / stall : 0; };
-  if (sum.dominant == "device-bound" || sum.dominant == "consumer-bound")
+  const Bursts bursts = find_bursts(rep);
+  if (bursts.found) {
+    const int steps = bursts.waited + bursts.ready;
+    say(Advice::bursty_input,
+        fmt::format("input arrives in bursts: {} of {} steady steps waited for their batch ({:.0f} ms each on average), the other {} found "
+                    "theirs ready — a batch came every {:.1f} ms against {:.1f} ms for a step that did not wait: input limits the run "
+                    "though most steps are not stalled themselves (loader workers that each build a whole batch finish together)",
+                    bursts.waited, steps, bursts.wait_ms / bursts.waited, bursts.ready, sum.steady_window_ms / steps,
+                    bursts.ready_window_ms / bursts.ready));
+  }
+  if ((sum.dominant == "device-bound" || sum.dominant == "consumer-bound") && !bursts.found)
     say(Advice::input_keeps_up,
         fmt::format("{}: the input pipeline keeps up ({:.1f}% of steady-state time idle); more workers or prefetch buy nothing", sum.dominant,
                     sum.steady_window_ms > 0 ? 100 * stall / sum.steady_window_ms : 0));

@@ -239,3 +239,42 @@ TEST(Advice, ConsumerWaitingForACpuIsSubmissionStarved) {
 }
 }  // namespace
 }  // namespace stalldx::diagnose
+
+namespace stalldx::diagnose {
+namespace {
+// A loader whose 4 workers each build a whole batch and finish together: every 4th step waits 200 ms
+// (its batch's reads blocked on storage), the 3 after it find theirs ready; each step runs a 20 ms kernel.
+// `long_waits` of the 24 steps wait (every 4th first).
+Trace bursty_loop(int long_waits) {
+  Loop l({{"workers", "4"}}, 16);
+  double t = 0;
+  for (int k = 0; k < 24; ++k) {
+    const bool waits = k % 4 == 0 && k / 4 < long_waits;
+    const double wait = waits ? 200 : 0.05;
+    l.range(Role::step, "step", t, t + wait + 0.2, k, k);
+    l.range(Role::wait_batch, "wait_batch", t, t + wait, k, k);
+    if (waits) l.range(Role::retrieval, "read", t - 600, t + wait, -1, k, 1, 40);
+    else l.range(Role::retrieval, "read", t - 800, t - 1, -1, k, 1, 40);
+    l.call("cudaLaunchKernel", t + wait, t + wait + 0.1, k, ActivityKind::kernel, "k", t + wait + 0.1, t + wait + 20.1);
+    t += wait + 20.1;
+  }
+  return l.t;
+}
+TEST(Advice, BurstsOfBatchesAreInputBoundThoughMostStepsAreNot) {
+  const Report r = diagnose(bursty_loop(6));
+  EXPECT_EQ(r.steps[4].verdict, Verdict::retrieval) << r.steps[4].evidence;
+  EXPECT_EQ(r.steps[5].verdict, Verdict::device_bound) << r.steps[5].evidence;
+  EXPECT_EQ(r.summary.dominant, "device-bound");
+  ASSERT_TRUE(has(r, Advice::bursty_input)) << all(r);
+  EXPECT_NE(all(r).find("6 of 24 steady steps waited"), std::string::npos) << all(r);
+  // Never "the input pipeline keeps up" for a run that waited on input most of its time.
+  EXPECT_FALSE(has(r, Advice::input_keeps_up)) << all(r);
+  EXPECT_TRUE(has(r, Advice::storage_latency)) << all(r);
+  // One long wait is a spike, not bursts; and a loop where every step waits is plainly input-bound.
+  const Report spike = diagnose(bursty_loop(1));
+  EXPECT_FALSE(has(spike, Advice::bursty_input)) << all(spike);
+  const Report steady = diagnose(input_loop(Role::retrieval, 0.05, {{"workers", "4"}}, 16));
+  EXPECT_FALSE(has(steady, Advice::bursty_input)) << all(steady);
+}
+}  // namespace
+}  // namespace stalldx::diagnose
