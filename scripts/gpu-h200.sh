@@ -10,6 +10,7 @@
 #   gpu-h200.sh perf      pipeline_bench on a ≥ 40 KB set (12,288 files, --detail 1.5) and the seed workload's knee
 #   gpu-h200.sh overhead  record's cost on example 2: native / record / lighter record options, alternating
 #   gpu-h200.sh launchcost  the host cost of one kernel launch, natively and under each way of recording
+#   gpu-h200.sh cpploader example 1 (train_loop) under record for each induced case, 24 steady steps
 #   gpu-h200.sh retrieval example 2's slow-read cases (one worker, eight) under record, traces kept
 #   gpu-h200.sh smt       the decode-only loop's 2-thread scaling on pairs of vCPUs (shared cores?)
 #   gpu-h200.sh counts    example 2's CUDA calls by name (every call recorded)
@@ -68,12 +69,24 @@ final)  # the short version: pipeline_bench on a ≥ 40 KB set, then 4 native/re
   ;;
 examples)
   for c in "decoding|--workers 1" "submission|--per-sample-copies" "device-bound-384|--workers 12 --image-size 384 --steps 30 --loss-every 10" \
-           "retrieval-w0|--workers 0 --read-delay-ms 20 --steps 12" "retrieval-w8|--workers 8 --read-delay-ms 40 --steps 40"; do
+           "retrieval-w0|--workers 0 --read-delay-ms 20 --steps 12" "retrieval-w1|--workers 1 --read-delay-ms 8 --steps 16" \
+           "retrieval-w8|--workers 8 --read-delay-ms 40 --steps 40"; do
     name=${c%%|*}; args=${c#*|}
     echo "-- $name: $args"
     stalldx record --warmup 3 --trace /tmp/ex2-$name.json -- $py $args 2>&1 | summary
     stalldx diagnose /tmp/ex2-$name.json --no-summaries 2>&1 | grep -E "^ +[0-9]+ " | cut -c1-200
   done > "$OUT/examples.txt" 2>&1
+  ;;
+cpploader)  # example 1 (train_loop: its own std::thread + TurboJPEG loader, plain NVTX) under record, each induced case
+  for c in "retrieval|retrieval|--workers 16 --read-delay-ms 20 --step-ms 30" "decoding|decoding|--workers 1 --step-ms 30" \
+           "submission|submission|--pageable --per-sample --sync --step-ms 5" "launch-rate|submission|--launches 3000" \
+           "device-bound|device-bound|--step-ms 80"; do
+    IFS='|' read -r name want args <<< "$c"
+    echo "-- $name ($want): $args"
+    stalldx record --warmup 3 --trace /tmp/ex1-$name.json -- train_loop --data $data --steps 27 --warmup 3 $args 2>&1 | summary
+    echo "   steps not $want:"
+    stalldx diagnose /tmp/ex1-$name.json --warmup 3 --no-summaries 2>&1 | grep -E "^ +[0-9]+ " | grep -v " $want " | cut -c1-220 | head -5
+  done > "$OUT/cpploader.txt" 2>&1
   ;;
 retrieval)  # example 2's slow reads: one worker (every step waits) and eight (batches arrive in bursts); traces kept
   for c in "retrieval-w1|--workers 1 --read-delay-ms 8 --steps 16" "retrieval-w8|--workers 8 --read-delay-ms 40 --steps 40"; do
@@ -95,8 +108,10 @@ kineto)
 overhead)
   rate() { "$@" 2>&1 | grep -oE "[0-9]+ img/s" | head -1 | grep -oE "[0-9]+"; }
   ex="$py --workers 12 --steps 30"
-  for i in ${ROUNDS:-1 2 3 4 5}; do
-    echo "round $i native $(rate $ex) record $(rate stalldx record --trace /tmp/ov.json -- $ex)"
+  for i in ${ROUNDS:-1 2 3 4 5 6}; do  # ABBA: odd rounds native first, even rounds record first (drift cancels)
+    if (( i % 2 )); then n=$(rate $ex); r=$(rate stalldx record --trace /tmp/ov.json -- $ex)
+    else r=$(rate stalldx record --trace /tmp/ov.json -- $ex); n=$(rate $ex); fi
+    echo "round $i native $n record $r"
   done > "$OUT/overhead.txt" 2>&1
   for f in /tmp/ov.json; do
     echo "== $f"; stalldx diagnose $f 2>&1 | grep -E "steady state|→|coverage|confidence" | cut -c1-300
