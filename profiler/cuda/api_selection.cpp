@@ -44,7 +44,7 @@ bool work_call(std::string_view name) {
   return stem.find("Synchronize") != std::string_view::npos;
 }
 
-std::size_t record_work_calls(CUpti_CallbackDomain domain) {
+std::size_t record_work_calls(CUpti_CallbackDomain domain, bool on) {
   const bool driver = domain == CUPTI_CB_DOMAIN_DRIVER_API;
   const CUpti_CallbackId end = driver ? static_cast<CUpti_CallbackId>(CUPTI_DRIVER_TRACE_CBID_SIZE)
                                       : static_cast<CUpti_CallbackId>(CUPTI_RUNTIME_TRACE_CBID_SIZE);
@@ -52,7 +52,8 @@ std::size_t record_work_calls(CUpti_CallbackDomain domain) {
   for (CUpti_CallbackId id = 1; id < end; ++id) {
     const char* name = nullptr;
     if (cuptiGetCallbackName(domain, id, &name) != CUPTI_SUCCESS || name == nullptr || !work_call(name)) continue;
-    n += (driver ? cuptiActivityEnableDriverApi(id, 1) : cuptiActivityEnableRuntimeApi(id, 1)) == CUPTI_SUCCESS;
+    const std::uint8_t v = on ? 1 : 0;
+    n += (driver ? cuptiActivityEnableDriverApi(id, v) : cuptiActivityEnableRuntimeApi(id, v)) == CUPTI_SUCCESS;
   }
   return n;
 }

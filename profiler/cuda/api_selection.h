@@ -18,8 +18,8 @@ std::size_t skip_state_queries(CUpti_CallbackDomain domain);
 // True for a runtime or driver API callback name of a call that launches, copies, sets, synchronizes,
 // waits on or polls an event or stream, or allocates (cudaLaunchKernel, cuLaunchKernelEx, cuMemcpyAsync, cudaMalloc, ...).
 bool work_call(std::string_view name);
-// Turns on activity records for one domain's work calls one by one, its activity kind left off: the
-// other calls then pass without CUPTI's record keeping. Returns how many ids were turned on.
-std::size_t record_work_calls(CUpti_CallbackDomain domain);
+// Turns activity records for one domain's work calls on (or back off) one by one, its activity kind
+// left off: the other calls then pass without CUPTI's record keeping. Returns how many ids it set.
+std::size_t record_work_calls(CUpti_CallbackDomain domain, bool on = true);
 
 }  // namespace stalldx::cuda

@@ -94,7 +94,8 @@ class CuptiCollector {
     // (2026-12-03): record/native median 0.94 over 9 pairs, against 0.90-0.91 with the whole kind, every
     // kernel still linked to its step. Where the ids cannot be turned on one by one: the kind, the
     // queries left out.
-    if (!driver_api && driver_work && record_work_calls(CUPTI_CB_DOMAIN_DRIVER_API) == 0) {
+    driver_work_ids_ = !driver_api && driver_work && record_work_calls(CUPTI_CB_DOMAIN_DRIVER_API) > 0;
+    if (!driver_api && driver_work && !driver_work_ids_) {
       driver_api = true;
       cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER);
     }
@@ -113,6 +114,8 @@ class CuptiCollector {
     running_ = false;
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // completes every buffer: all are queued now
     disable_all();
+    if (driver_work_ids_) record_work_calls(CUPTI_CB_DOMAIN_DRIVER_API, false);  // a later session starts clean
+    driver_work_ids_ = false;
     queue_.stop();  // converts what is queued, then ends
     std::lock_guard<std::mutex> lock(mu_);
     // Lanes: CUPTI's threadId is matched against the host threads' tid, then their pthread id.
@@ -338,6 +341,7 @@ class CuptiCollector {
 
   std::mutex mu_;  // the converted records and names below
   bool running_ = false;
+  bool driver_work_ids_ = false;  // driver work calls enabled id by id (turned back off at stop)
   std::mutex free_mu_;  // free_buffers_ only: on_request's lock
   std::vector<uint8_t*> free_buffers_;
   BufferQueue queue_;  // filled buffers -> convert_buffer on the converter thread
