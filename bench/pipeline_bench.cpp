@@ -4,8 +4,12 @@
 // one-thread rate of the whole per-sample path, pipeline img/s at 1, 2, 4, ... workers (unprofiled, host
 // stand-in with 0 ms steps so the input side is the limit) with both ratios — ÷ (workers x one-thread
 // rate) and ÷ the decode-only ceiling at that many threads — and profiled / unprofiled img/s at the top.
+// Last, the one-thread rate pinned to each CPU in turn: on a host whose CPUs are not equally fast (a VM's
+// vCPUs), N x one thread measured on one CPU is not what N CPUs can give; their sum is.
 //   pipeline_bench [--data DIR] [--max-workers N] [--steps S] [--batch B]
 #include <fmt/format.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <chrono>
@@ -56,6 +60,42 @@ double decode_only(const std::vector<std::vector<std::uint8_t>>& files, int thre
     });
   for (std::thread& t : pool) t.join();
   return static_cast<double>(files.size()) / seconds_since(t0);
+}
+
+// The one-thread rate of the per-sample path (SampleLoader, page-cache reads) on `images` samples from `first`.
+double one_thread_rate(const RunConfig& c, const DatasetIndex& index, StorageReader& storage, int first, int images) {
+  BadSampleLog bad;
+  SampleLoader loader(c, index, storage, bad);
+  std::vector<std::uint8_t> out(sample_bytes(c));
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = first; i < first + images; ++i) {
+    bool failed = false;
+    loader.load(SampleTask{0, i, static_cast<std::uint32_t>(i % index.samples.size()), false, out.data()}, failed);
+  }
+  return images / seconds_since(t0);
+}
+
+// The same, pinned to each CPU of this process's affinity mask in turn (one at a time): img/s by CPU.
+std::vector<std::pair<int, double>> per_cpu_rates(const RunConfig& c, const DatasetIndex& index, StorageReader& storage, int images) {
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  std::vector<std::pair<int, double>> rates;
+  if (sched_getaffinity(0, sizeof mask, &mask) != 0) return rates;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &mask)) continue;
+    double rate = 0;
+    std::thread t([&] {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(cpu, &one);
+      if (pthread_setaffinity_np(pthread_self(), sizeof one, &one) != 0) return;
+      (void)one_thread_rate(c, index, storage, 0, std::min(images, 32));  // warm this CPU's caches and clock
+      rate = one_thread_rate(c, index, storage, 0, images);
+    });
+    t.join();
+    if (rate > 0) rates.emplace_back(cpu, rate);
+  }
+  return rates;
 }
 
 double median(std::vector<double> v) {
@@ -144,19 +184,8 @@ int main(int argc, char** argv) {
   }
 
   // One thread, the same per-sample code the workers run (page-cache reads included), over the files.
-  BadSampleLog bad;
-  SampleLoader loader(c, index, storage, bad);
-  std::vector<std::uint8_t> out(sample_bytes(c));
-  for (int i = 0; i < std::min(n, 64); ++i) {  // warm the decoder
-    bool failed = false;
-    loader.load(SampleTask{0, i, static_cast<std::uint32_t>(i), false, out.data()}, failed);
-  }
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < n; ++i) {
-    bool failed = false;
-    loader.load(SampleTask{0, i, static_cast<std::uint32_t>(i % index.samples.size()), false, out.data()}, failed);
-  }
-  const double one = n / seconds_since(t0);
+  (void)one_thread_rate(c, index, storage, 0, std::min(n, 64));  // warm the decoder
+  const double one = one_thread_rate(c, index, storage, 0, n);
   fmt::print("one-thread decode + transform: {:.0f} img/s ({:.3f} ms/img; {:.2f}x the one-thread decode-only ceiling)\n", one, 1000.0 / one,
              one / ceiling_one);
   // efficiency = img/s ÷ (workers × one thread); the decode-only loop's own efficiency beside it is what
@@ -182,5 +211,20 @@ int main(int argc, char** argv) {
   }
   fmt::print("profiled / unprofiled at {} workers: {:.0f} / {:.0f} img/s = {:.3f}\n", max_workers, median(on), median(off),
              median(on) / median(off));
+
+  // N x one thread assumes N CPUs as fast as the one measured: the sum of the N fastest CPUs' own
+  // one-thread rates is the ceiling a loop of N independent threads can reach.
+  auto rates = per_cpu_rates(c, index, storage, std::min(n, 400));
+  if (!rates.empty()) {
+    std::sort(rates.begin(), rates.end(), [](auto& a, auto& b) { return a.second > b.second; });
+    double sum = 0;
+    const int used = std::min<int>(max_workers, static_cast<int>(rates.size()));
+    for (int k = 0; k < used; ++k) sum += rates[static_cast<std::size_t>(k)].second;
+    std::string by_cpu;
+    for (auto& [cpu, r] : rates) by_cpu += fmt::format(" {}:{:.0f}", cpu, r);
+    fmt::print("one thread pinned to each CPU (img/s, fastest first):{}\n", by_cpu);
+    fmt::print("{} workers: {:.0f} img/s = {:.2f} x the sum of the {} fastest CPUs' one-thread rates ({:.0f} img/s; {:.2f} x {} x one thread)\n",
+               max_workers, median(off), median(off) / sum, used, sum, median(off) / (max_workers * one), max_workers);
+  }
   return 0;
 }
