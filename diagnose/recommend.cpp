@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <unordered_map>
 
 #include "summaries.h"
 #include "whatif_internal.h"
@@ -49,18 +50,39 @@ void producer_ratios(const Trace& t, const TraceIndex& ix, RunSummary& sum) {
   if (d_wall > 0) sum.decode_cpu_ratio = d_cpu / d_wall;
   if (q_wall > 0) sum.producer_runq_ratio = std::min(1.0, q / q_wall);
 }
-// Batches that arrive in bursts: a few steps wait long for input while the others find their batch
-// ready (DataLoader workers that each build a whole batch finish together). The run is input-bound
-// though most steps are not themselves stalled.
-struct Bursts {
+// Input that a minority of steps wait for: a few steps wait long while the others find their batch ready.
+// Two shapes look alike from the consumer: bursts (a loader whose workers each build a whole batch
+// delivers them together; every batch is slow to make) and spikes (a few batches are slow to make). Where
+// producers name their batch, the time to make the batches waited for against the others tells them apart.
+struct UnevenInput {
   int waited = 0, ready = 0;
-  double wait_ms = 0;        // input stall of the steps that waited
+  double wait_ms = 0;          // input stall of the steps that waited
   double ready_window_ms = 0;  // windows of the steps that did not
+  double waited_make_ms = -1, ready_make_ms = -1;  // mean first-begin-to-last-end of the batches' producers (-1 unknown)
   bool found = false;
+  bool spikes() const { return waited_make_ms > 0 && ready_make_ms > 0 && waited_make_ms >= 2 * ready_make_ms; }
 };
-Bursts find_bursts(const Report& rep) {
-  Bursts b;
-  double input_ms = 0, window_ms = 0;
+
+// First begin to last end of the producer ranges of `batch`; -1 when none name it (a recorded program's
+// workers name no batch).
+double make_ms(const TraceIndex& ix, std::int64_t batch) {
+  auto it = ix.producer_by_batch.find(batch);
+  if (it == ix.producer_by_batch.end() || it->second.empty()) return -1;
+  std::int64_t b = INT64_MAX, e = INT64_MIN;
+  for (const HostRange* p : it->second) {
+    b = std::min(b, p->begin_ns);
+    e = std::max(e, p->end_ns);
+  }
+  return ms(e - b);
+}
+
+UnevenInput find_uneven_input(const TraceIndex& ix, const Report& rep) {
+  UnevenInput u;
+  double input_ms = 0, window_ms = 0, waited_make = 0, ready_make = 0;
+  int waited_known = 0, ready_known = 0;
+  std::unordered_map<std::int64_t, std::int64_t> batch_of_step;  // the batch each step's first wait was for
+  for (const HostRange* r : ix.consumer_ranges)
+    if (r->role == Role::wait_batch) batch_of_step.emplace(r->step, r->batch);
   for (const StepDiagnosis& s : rep.steps) {
     if (s.warmup) continue;
     window_ms += s.window_ms;
@@ -70,17 +92,23 @@ Bursts find_bursts(const Report& rep) {
       if (k == StallClass::retrieval || k == StallClass::decoding || c.cause == Cause::input_unsplit) step_input += c.ms;
     }
     input_ms += step_input;
+    const auto batch = batch_of_step.find(s.step);
+    const double made = batch == batch_of_step.end() ? -1 : make_ms(ix, batch->second);
     if (s.verdict == Verdict::retrieval || s.verdict == Verdict::decoding || s.verdict == Verdict::input) {
-      ++b.waited;
-      b.wait_ms += step_input;
+      ++u.waited;
+      u.wait_ms += step_input;
+      if (made >= 0) waited_make += made, ++waited_known;
     } else {
-      ++b.ready;
-      b.ready_window_ms += s.window_ms;
+      ++u.ready;
+      u.ready_window_ms += s.window_ms;
+      if (made >= 0) ready_make += made, ++ready_known;
     }
   }
+  if (waited_known > 0) u.waited_make_ms = waited_make / waited_known;
+  if (ready_known > 0) u.ready_make_ms = ready_make / ready_known;
   // Two or more waits, most steps ready, and the waits at least half of the steady time.
-  b.found = b.waited >= 2 && b.ready > b.waited && window_ms > 0 && input_ms >= 0.5 * window_ms;
-  return b;
+  u.found = u.waited >= 2 && u.ready > u.waited && window_ms > 0 && input_ms >= 0.5 * window_ms;
+  return u;
 }
 }  // namespace
 
@@ -138,17 +166,28 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
   // window), not when it holds most of nothing.
   const bool stall_matters = sum.steady_window_ms > 0 && stall >= 0.02 * sum.steady_window_ms;
   const auto share = [&](StallClass c) { return stall_matters ? sum.stall_ms[static_cast<std::size_t>(c)] / stall : 0; };
-  const Bursts bursts = find_bursts(rep);
-  if (bursts.found) {
-    const int steps = bursts.waited + bursts.ready;
-    say(Advice::bursty_input,
-        fmt::format("input arrives in bursts: {} of {} steady steps waited for their batch ({:.0f} ms each on average), the other {} found "
-                    "theirs ready — a batch came every {:.1f} ms against {:.1f} ms for a step that did not wait: input limits the run "
-                    "though most steps are not stalled themselves (loader workers that each build a whole batch finish together)",
-                    bursts.waited, steps, bursts.wait_ms / bursts.waited, bursts.ready, sum.steady_window_ms / steps,
-                    bursts.ready_window_ms / bursts.ready));
+  const UnevenInput uneven = find_uneven_input(ix, rep);
+  if (uneven.found) {
+    const int steps = uneven.waited + uneven.ready;
+    const std::string shape =
+        fmt::format("{} of {} steady steps waited for their batch ({:.0f} ms each on average), the other {} found theirs ready — a batch "
+                    "came every {:.1f} ms against {:.1f} ms for a step that did not wait",
+                    uneven.waited, steps, uneven.wait_ms / uneven.waited, uneven.ready, sum.steady_window_ms / steps,
+                    uneven.ready_window_ms / uneven.ready);
+    if (uneven.spikes())
+      say(Advice::input_spikes,
+          fmt::format("input spikes: {}; the batches waited for took {:.0f} ms to make against {:.0f} ms for the others — a few slow batches "
+                      "hold up the run, not a slow loader: look at what those batches read or decode (a storage hiccup, some large files)",
+                      shape, uneven.waited_make_ms, uneven.ready_make_ms));
+    else
+      say(Advice::bursty_input,
+          fmt::format("input arrives in bursts: {}: input limits the run though most steps are not stalled themselves{}", shape,
+                      uneven.waited_make_ms > 0 && uneven.ready_make_ms > 0
+                          ? fmt::format(" (every batch took about as long to make, {:.0f} ms against {:.0f} ms: made in parallel, delivered together)",
+                                        uneven.waited_make_ms, uneven.ready_make_ms)
+                          : " (loader workers that each build a whole batch finish together)"));
   }
-  if ((sum.dominant == "device-bound" || sum.dominant == "consumer-bound") && !bursts.found)
+  if ((sum.dominant == "device-bound" || sum.dominant == "consumer-bound") && !uneven.found)
     say(Advice::input_keeps_up,
         fmt::format("{}: the input pipeline keeps up ({:.1f}% of steady-state time idle); more workers or prefetch buy nothing", sum.dominant,
                     sum.steady_window_ms > 0 ? 100 * stall / sum.steady_window_ms : 0));

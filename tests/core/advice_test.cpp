@@ -244,8 +244,9 @@ namespace stalldx::diagnose {
 namespace {
 // A loader whose 4 workers each build a whole batch and finish together: every 4th step waits 200 ms
 // (its batch's reads blocked on storage), the 3 after it find theirs ready; each step runs a 20 ms kernel.
-// `long_waits` of the 24 steps wait (every 4th first).
-Trace bursty_loop(int long_waits) {
+// `long_waits` of the 24 steps wait (every 4th first). With `spikes` the batches not waited for took
+// 19 ms to read (a few slow batches) instead of 800 ms like the others (all slow, made in parallel).
+Trace bursty_loop(int long_waits, bool spikes = false) {
   Loop l({{"workers", "4"}}, 16);
   double t = 0;
   for (int k = 0; k < 24; ++k) {
@@ -254,7 +255,7 @@ Trace bursty_loop(int long_waits) {
     l.range(Role::step, "step", t, t + wait + 0.2, k, k);
     l.range(Role::wait_batch, "wait_batch", t, t + wait, k, k);
     if (waits) l.range(Role::retrieval, "read", t - 600, t + wait, -1, k, 1, 40);
-    else l.range(Role::retrieval, "read", t - 800, t - 1, -1, k, 1, 40);
+    else l.range(Role::retrieval, "read", spikes ? t - 20 : t - 800, t - 1, -1, k, 1, spikes ? 1 : 40);
     l.call("cudaLaunchKernel", t + wait, t + wait + 0.1, k, ActivityKind::kernel, "k", t + wait + 0.1, t + wait + 20.1);
     t += wait + 20.1;
   }
@@ -275,6 +276,18 @@ TEST(Advice, BurstsOfBatchesAreInputBoundThoughMostStepsAreNot) {
   EXPECT_FALSE(has(spike, Advice::bursty_input)) << all(spike);
   const Report steady = diagnose(input_loop(Role::retrieval, 0.05, {{"workers", "4"}}, 16));
   EXPECT_FALSE(has(steady, Advice::bursty_input)) << all(steady);
+  EXPECT_FALSE(has(steady, Advice::input_spikes)) << all(steady);
+}
+// The same waits when only the batches waited for were slow to make: spikes, not bursts.
+TEST(Advice, SlowBatchesAmongFastOnesAreSpikesNotBursts) {
+  const Report r = diagnose(bursty_loop(6, true));
+  EXPECT_FALSE(has(r, Advice::bursty_input)) << all(r);
+  ASSERT_TRUE(has(r, Advice::input_spikes)) << all(r);
+  EXPECT_NE(all(r).find("took 800 ms to make against 19 ms"), std::string::npos) << all(r);
+  EXPECT_FALSE(has(r, Advice::input_keeps_up)) << all(r);
+  const Report bursts = diagnose(bursty_loop(6));
+  EXPECT_FALSE(has(bursts, Advice::input_spikes)) << all(bursts);
+  EXPECT_NE(all(bursts).find("made in parallel, delivered together"), std::string::npos) << all(bursts);
 }
 }  // namespace
 }  // namespace stalldx::diagnose

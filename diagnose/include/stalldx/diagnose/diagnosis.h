@@ -126,7 +126,7 @@ struct Coverage {
 enum class Advice : std::uint8_t {
   record_longer, collect_device_records, input_keeps_up, storage_latency, bandwidth_cap, more_workers, oversubscribed,
   enable_dct_scaling, enable_roi_decode, uint8_output, pinned_memory, batch_copies, pin_once, drop_step_sync, launch_rate,
-  add_ranges, split_wait, low_confidence, consumer_starved, bursty_input,
+  add_ranges, split_wait, low_confidence, consumer_starved, bursty_input, input_spikes,
 };
 struct Advised {
   Advice kind;
