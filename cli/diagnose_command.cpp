@@ -1,10 +1,12 @@
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <memory>
 
 #include "commands.h"
 #include "run_options.h"
 #include "stalldx/diagnose/diagnosis.h"
+#include "stalldx/diagnose/evaluation.h"
 #include "stalldx/diagnose/ranks.h"
 #include "stalldx/diagnose/whatif.h"
 #include "stalldx/output_file.h"
@@ -20,7 +22,32 @@ struct DiagnoseArgs {
   bool json = false, no_summaries = false;
   std::vector<int> what_if;
   diagnose::Thresholds th;
+  std::string trimmed_dir;  // write each trace cut to keep_steps steady steps here, same file name
+  int keep_steps = 8;
 };
+
+// Where the trimmed copy of `input` goes: DIR/<its file name>, never the input itself.
+Status trimmed_path(const std::string& dir, const std::string& input, std::string& out) {
+  namespace fs = std::filesystem;
+  std::string name = fs::path(input).filename().string();
+  if (name.ends_with(".gz")) name.resize(name.size() - 3);  // written uncompressed
+  out = (fs::path(dir) / name).string();
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return Status::invalid(fmt::format("--trimmed {}: not a folder", dir));
+  if (fs::exists(out, ec) && fs::equivalent(out, input, ec))
+    return Status::invalid(fmt::format("--trimmed {}: would write over the trace it reads ({}); name another folder", dir, input));
+  OutputCheck check{"trimmed trace"};
+  return check_output_path(out, check);
+}
+
+// Writes `t` cut to `steps` steady steps (the step before kept as warm-up) beside the others in `dir`.
+Status write_trimmed(const Trace& t, const std::string& dir, const std::string& input, int steps) {
+  std::string out;
+  if (Status st = trimmed_path(dir, input, out); !st.is_ok()) return st;
+  if (Status st = write_trace_file(diagnose::trim_steps(t, steps), out); !st.is_ok()) return st;
+  note("stalldx diagnose: wrote {} ({} steady steps of {})\n", out, steps, input);
+  return Status::ok();
+}
 }  // namespace
 
 void add_threshold_options(CLI::App& sub, diagnose::Thresholds& th) {
@@ -36,8 +63,8 @@ void add_threshold_options(CLI::App& sub, diagnose::Thresholds& th) {
 
 namespace {
 // Several traces: the ranks of one MPI job, read one at a time and reduced (memory: the largest rank).
-int diagnose_ranks(const std::vector<std::string>& files, const diagnose::Thresholds& th, bool json, const std::string& svg,
-                   const std::string& html) {
+int diagnose_ranks(const std::vector<std::string>& files, const DiagnoseArgs& a) {
+  const diagnose::Thresholds& th = a.th;
   diagnose::CrossRankAccumulator acc;
   bool standin = false;
   std::vector<std::string> lines;
@@ -49,6 +76,8 @@ int diagnose_ranks(const std::vector<std::string>& files, const diagnose::Thresh
     if (Status st = record::read_any_trace(f, record::RoleMap::defaults(), t, kineto, was_kineto); !st.is_ok()) return fail_input("diagnose", st);
     diagnose::RankSteps r;
     if (Status st = diagnose::rank_steps(t, f, th, r); !st.is_ok()) return fail_input("diagnose", st);
+    if (!a.trimmed_dir.empty())
+      if (Status st = write_trimmed(t, a.trimmed_dir, f, a.keep_steps); !st.is_ok()) return fail_input("diagnose", st);
     standin = standin || r.standin;
     lines.push_back(diagnose::rank_steps_line(r));
     if (Status st = acc.add(r); !st.is_ok()) return fail_input("diagnose", st);
@@ -56,17 +85,17 @@ int diagnose_ranks(const std::vector<std::string>& files, const diagnose::Thresh
   const diagnose::CrossRankReport rep = acc.finish();
   exit_on_signal(false);
   std::string out;
-  if (json) {
+  if (a.json) {
     out = diagnose::cross_rank_json(rep, standin) + "\n";
   } else {
     for (const std::string& l : lines) out += l;
     out += diagnose::cross_rank_text(rep, standin);
   }
   if (!print_checked("diagnose", out)) return 1;
-  if (!svg.empty())
-    if (Status st = write_file_atomic(svg, diagnose::cross_rank_svg(rep, standin)); !st.is_ok()) return fail("diagnose", st);
-  if (!html.empty())
-    if (Status st = write_file_atomic(html, diagnose::cross_rank_html(rep, lines, standin)); !st.is_ok()) return fail("diagnose", st);
+  if (!a.svg.empty())
+    if (Status st = write_file_atomic(a.svg, diagnose::cross_rank_svg(rep, standin)); !st.is_ok()) return fail("diagnose", st);
+  if (!a.html.empty())
+    if (Status st = write_file_atomic(a.html, diagnose::cross_rank_html(rep, lines, standin)); !st.is_ok()) return fail("diagnose", st);
   return 0;
 }
 }  // namespace
@@ -82,6 +111,10 @@ Action add_diagnose_command(CLI::App& app) {
   sub->add_flag("--no-summaries", a->no_summaries, "leave out the summary tables");
   sub->add_option("--what-if", a->what_if, "predict steady img/s at these worker counts (comma-separated) from this run's costs")
       ->delimiter(',')->check(CLI::Range(1, 1024));
+  sub->add_option("--trimmed", a->trimmed_dir, "also write each trace cut to --keep-steps steady steps into this folder (same file "
+                                               "name; small enough to share or keep as test data)");
+  sub->add_option("--keep-steps", a->keep_steps, "steady steps --trimmed keeps (the step before them too, as warm-up)")
+      ->capture_default_str()->check(CLI::Range(1, 100000));
   add_threshold_options(*sub, a->th);
   return [a] {
     for (const std::string* path : {&a->svg, &a->html}) {
@@ -89,11 +122,16 @@ Action add_diagnose_command(CLI::App& app) {
       OutputCheck check{path == &a->svg ? "SVG" : "HTML report"};
       if (Status st = check_output_path(*path, check); !st.is_ok()) return fail_input("diagnose", st);
     }
+    if (!a->trimmed_dir.empty())  // every target checked before the first trace is read
+      for (const std::string& f : a->traces) {
+        std::string out;
+        if (Status st = trimmed_path(a->trimmed_dir, f, out); !st.is_ok()) return fail_input("diagnose", st);
+      }
     exit_on_signal(true);  // reading and diagnosing write nothing: Ctrl-C ends them at once
     if (a->traces.size() > 1) {
       if (!a->what_if.empty())
         return fail_input("diagnose", Status::invalid("--what-if reads one trace; across ranks: the text, --json, --svg and --html"));
-      return diagnose_ranks(a->traces, a->th, a->json, a->svg, a->html);
+      return diagnose_ranks(a->traces, *a);
     }
     const std::string& trace = a->traces.front();
     Trace t;
@@ -108,6 +146,8 @@ Action add_diagnose_command(CLI::App& app) {
                  kineto.events, kineto.host_ranges, kineto.calls, kineto.device, kineto.folded_ops, kineto.not_understood);
       for (const std::string& n : kineto.notes) note("  note: {}\n", n);
     }
+    if (!a->trimmed_dir.empty())
+      if (Status st = write_trimmed(t, a->trimmed_dir, trace, a->keep_steps); !st.is_ok()) return fail_input("diagnose", st);
     const diagnose::Report rep = diagnose::diagnose(t, a->th);
     exit_on_signal(false);  // outputs: finish or fail cleanly
     std::string out = a->json ? diagnose::report_json(rep) + "\n" : diagnose::report_text(rep, !a->no_summaries);

@@ -172,3 +172,25 @@ TEST(Cli, DatasetCommandWritesAManifest) {
 }
 
 }  // namespace
+
+// `diagnose --trimmed DIR`: a cut of the trace that diagnoses alike, written beside, never over its input.
+TEST(Cli, DiagnoseWritesATrimmedCopyAndNeverOverItsInput) {
+  const std::string dir = temp_dir("trim");
+  const std::string trace = dir + "/t.json";
+  const Result r = run(fmt::format("run --data {} --device none --batch 8 --warmup 1 --steps 8 --workers 2 --step-ms 1 --trace {}",
+                                   small_dataset(), trace));
+  ASSERT_EQ(r.code, 0) << r.out;
+  fs::create_directories(dir + "/cut");
+  const Result d = run(fmt::format("diagnose {} --trimmed {}/cut --keep-steps 3", trace, dir));
+  ASSERT_EQ(d.code, 0) << d.out;
+  const Result again = run(fmt::format("diagnose {}/cut/t.json", dir));
+  ASSERT_EQ(again.code, 0) << again.out;
+  EXPECT_NE(again.out.find("steady state: 3 steps"), std::string::npos) << again.out;
+  const std::string before = read_file(trace);
+  for (const std::string& target : {dir, dir + "/missing", trace}) {
+    const Result bad = run(fmt::format("diagnose {} --trimmed {}", trace, target));
+    EXPECT_EQ(bad.code, 2) << target << "\n" << bad.out;
+    EXPECT_NE(bad.out.find("--trimmed"), std::string::npos) << bad.out;
+  }
+  EXPECT_EQ(read_file(trace), before) << "the input is untouched";
+}

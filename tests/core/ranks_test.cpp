@@ -1,8 +1,11 @@
-// The cross-rank analysis on hand-made rank summaries (no MPI): stragglers, balance, and bad input.
+// The cross-rank analysis on hand-made rank summaries (no MPI): stragglers, balance, and bad input; and
+// on real ranks' traces from the H200, trimmed.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "stalldx/diagnose/ranks.h"
 #include "stalldx/launched_within.h"
+#include "stalldx/trace_io.h"
 
 namespace stalldx::diagnose {
 namespace {
@@ -233,5 +236,41 @@ TEST(CrossRank, ARanksTraceNeedsItsRankFacts) {
   EXPECT_NE(st.message().find("not a rank's trace"), std::string::npos);
 }
 
+}  // namespace
+}  // namespace stalldx::diagnose
+
+namespace stalldx::diagnose {
+namespace {
+// Real ranks: 4 MPI ranks on the H200 host (Open MPI 4.1.6, --device none, 4 workers each, 60 ms steps,
+// 8 MB host all-reduce; 2026-12-03 14:04 UTC), each trace cut to 4 steady steps (`stalldx diagnose
+// --trimmed`) and gzipped: tests/data/ranks-h200/.
+CrossRankReport h200_ranks(const std::string& name) {
+  CrossRankAccumulator acc;
+  for (int r = 0; r < 4; ++r) {
+    const std::string file = fmt::format("{}/ranks-h200/r-{}.rank{}.json.gz", STALLDX_TEST_DATA, name, r);
+    Trace t;
+    EXPECT_TRUE(read_trace_file(file, t).is_ok()) << file;
+    RankSteps steps;
+    EXPECT_TRUE(rank_steps(t, file, {}, steps).is_ok()) << file;
+    EXPECT_TRUE(acc.add(steps).is_ok()) << file;
+  }
+  return acc.finish();
+}
+TEST(CrossRank, RealRanksFromTheH200) {
+  const CrossRankReport balanced = h200_ranks("balanced");
+  EXPECT_EQ(balanced.world_size, 4);
+  EXPECT_TRUE(balanced.missing.empty());
+  ASSERT_EQ(balanced.steps.size(), 4u);
+  EXPECT_EQ(balanced.balanced_steps, 4);
+  EXPECT_EQ(balanced.run_straggler, -1);
+  const CrossRankReport slow = h200_ranks("slow-reads-r2");  // --rank-override 2:read-latency-ms=20
+  ASSERT_EQ(slow.steps.size(), 4u);
+  EXPECT_EQ(slow.run_straggler, 2);
+  for (const CrossStep& c : slow.steps) {
+    EXPECT_EQ(c.straggler, 2) << "step " << c.step;
+    EXPECT_EQ(c.straggler_verdict, Verdict::retrieval) << c.straggler_evidence;
+    EXPECT_EQ(c.waiting.size(), 3u);
+  }
+}
 }  // namespace
 }  // namespace stalldx::diagnose
