@@ -20,6 +20,11 @@ std::vector<std::string> recommendation_texts(const RunSummary& sum) {
   for (const Advised& a : sum.advice) out.push_back(a.text);
   return out;
 }
+nlohmann::json advice_json(const RunSummary& sum) {  // the same, each with its kind's stable name
+  nlohmann::json j = nlohmann::json::array();
+  for (const Advised& a : sum.advice) j.push_back({{"kind", advice_name(a.kind)}, {"text", a.text}});
+  return j;
+}
 nlohmann::json step_causes(const StepDiagnosis& s) {
   nlohmann::json j = nlohmann::json::array();
   for (const CauseShare& c : s.causes) j.push_back({{"cause", cause_name(c.cause)}, {"class", class_name(cause_class(c.cause))}, {"ms", c.ms}, {"what", c.what}});
@@ -63,7 +68,7 @@ std::string report_json(const Report& rep) {
                   {"stall_ms", {{"retrieval", sum.stall_ms[0]}, {"decoding", sum.stall_ms[1]}, {"submission", sum.stall_ms[2]},
                                 {"unattributed", sum.stall_ms[3]}}},
                   {"window_ms", sum.steady_window_ms}, {"busy_ms", sum.steady_busy_ms}, {"stall_total_ms", sum.steady_stall_ms},
-                  {"recommendations", recommendation_texts(sum)}, {"cause_ms", cause_json(sum)}};
+                  {"recommendations", recommendation_texts(sum)}, {"advice", advice_json(sum)}, {"cause_ms", cause_json(sum)}};
   j["host_summary"] = rows(rep.host_summary);
   j["api_summary"] = rows(rep.api_summary);
   j["device_summary"] = rows(rep.device_summary);

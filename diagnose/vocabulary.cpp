@@ -1,4 +1,4 @@
-// The one place that names classes, verdicts and causes (reports, JSON, evaluation read these).
+// The one place that names classes, verdicts, causes and advice kinds (reports, JSON, evaluation read these).
 #include <array>
 
 #include "stalldx/diagnose/diagnosis.h"
@@ -45,6 +45,33 @@ std::string verdict_name(Verdict v, bool standin) {
     case Verdict::unattributed: return "unattributed";
     case Verdict::no_device_records: return "no-device-records";
     case Verdict::input: return "input";
+  }
+  return "?";
+}
+
+const char* advice_name(Advice a) {
+  switch (a) {  // a kind missing here answers "?": Vocabulary.EveryAdviceKindHasItsOwnName fails
+    case Advice::record_longer: return "record_longer";
+    case Advice::collect_device_records: return "collect_device_records";
+    case Advice::input_keeps_up: return "input_keeps_up";
+    case Advice::storage_latency: return "storage_latency";
+    case Advice::bandwidth_cap: return "bandwidth_cap";
+    case Advice::more_workers: return "more_workers";
+    case Advice::oversubscribed: return "oversubscribed";
+    case Advice::enable_dct_scaling: return "enable_dct_scaling";
+    case Advice::enable_roi_decode: return "enable_roi_decode";
+    case Advice::uint8_output: return "uint8_output";
+    case Advice::pinned_memory: return "pinned_memory";
+    case Advice::batch_copies: return "batch_copies";
+    case Advice::pin_once: return "pin_once";
+    case Advice::drop_step_sync: return "drop_step_sync";
+    case Advice::launch_rate: return "launch_rate";
+    case Advice::add_ranges: return "add_ranges";
+    case Advice::split_wait: return "split_wait";
+    case Advice::low_confidence: return "low_confidence";
+    case Advice::consumer_starved: return "consumer_starved";
+    case Advice::bursty_input: return "bursty_input";
+    case Advice::input_spikes: return "input_spikes";
   }
   return "?";
 }

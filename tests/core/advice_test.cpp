@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
+#include <string>
 
 #include "stalldx/diagnose/diagnosis.h"
 
@@ -288,6 +290,23 @@ TEST(Advice, SlowBatchesAmongFastOnesAreSpikesNotBursts) {
   const Report bursts = diagnose(bursty_loop(6));
   EXPECT_FALSE(has(bursts, Advice::input_spikes)) << all(bursts);
   EXPECT_NE(all(bursts).find("made in parallel, delivered together"), std::string::npos) << all(bursts);
+}
+}  // namespace
+}  // namespace stalldx::diagnose
+
+namespace stalldx::diagnose {
+namespace {
+// The JSON report names each piece of advice by kind, one name per kind.
+TEST(Vocabulary, EveryAdviceKindHasItsOwnName) {
+  std::set<std::string> names;
+  for (int k = 0; k < kAdviceCount; ++k) {
+    const std::string n = advice_name(static_cast<Advice>(k));
+    EXPECT_NE(n, "?") << k;
+    EXPECT_TRUE(names.insert(n).second) << n;
+  }
+  const Report r = diagnose(bursty_loop(6));
+  const std::string j = report_json(r);
+  EXPECT_NE(j.find("\"kind\": \"bursty_input\""), std::string::npos) << j.substr(0, 2000);
 }
 }  // namespace
 }  // namespace stalldx::diagnose

@@ -128,6 +128,9 @@ enum class Advice : std::uint8_t {
   enable_dct_scaling, enable_roi_decode, uint8_output, pinned_memory, batch_copies, pin_once, drop_step_sync, launch_rate,
   add_ranges, split_wait, low_confidence, consumer_starved, bursty_input, input_spikes,
 };
+inline constexpr int kAdviceCount = static_cast<int>(Advice::input_spikes) + 1;  // keep on the last kind
+// Its stable name in the JSON report ("bursty_input", "storage_latency", ...): for scripts that act on advice.
+const char* advice_name(Advice a);
 struct Advised {
   Advice kind;
   std::string text;
