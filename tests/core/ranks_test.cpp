@@ -187,8 +187,11 @@ TEST(CrossRank, ARankKilledMidRunIsTheOneTheOthersWereStoppedWaitingFor) {
   EXPECT_EQ(last.straggler, 1);
   EXPECT_TRUE(last.never_arrived);
   EXPECT_EQ(last.waiting, (std::vector<int>{0, 2}));
-  for (const CrossStep& c : rep.steps)
-    if (c.step < 7) EXPECT_EQ(c.straggler, -1) << c.step;
+  for (const CrossStep& c : rep.steps) {
+    if (c.step < 7) {
+      EXPECT_EQ(c.straggler, -1) << c.step;
+    }
+  }
   const std::string text = cross_rank_text(rep, false);
   EXPECT_NE(text.find("rank 1, which left no trace, never arrived"), std::string::npos) << text;
   EXPECT_NE(text.find("step 7: rank 1 never arrived at the all-reduce"), std::string::npos) << text;

@@ -53,15 +53,21 @@ TEST(RunFields, NumbersOutsideTheirBoundsNanAndInfinityAreRefusedNamingTheOption
     }
     if (f.type == FieldType::integer || f.type == FieldType::unsigned_integer) {
       for (const char* bad : {"1.5", "x", "", "99999999999999999999999"}) EXPECT_FALSE(f.assign(c, bad).is_ok()) << f.name << " took " << bad;
-      if (f.min > -1e18) EXPECT_FALSE(f.assign(c, std::to_string(static_cast<long long>(f.min) - 1)).is_ok()) << f.name;
-      if (f.max < 1e18) EXPECT_FALSE(f.assign(c, std::to_string(static_cast<long long>(f.max) + 1)).is_ok()) << f.name;
+      if (f.min > -1e18) {
+        EXPECT_FALSE(f.assign(c, std::to_string(static_cast<long long>(f.min) - 1)).is_ok()) << f.name;
+      }
+      if (f.max < 1e18) {
+        EXPECT_FALSE(f.assign(c, std::to_string(static_cast<long long>(f.max) + 1)).is_ok()) << f.name;
+      }
     }
     if (f.type == FieldType::choice) {
       const Status st = f.assign(c, "bogus");
       EXPECT_FALSE(st.is_ok());
       EXPECT_NE(st.message().find(std::string(f.choices[0])), std::string::npos) << "lists the valid values: " << st.message();
     }
-    if (f.type == FieldType::boolean) EXPECT_FALSE(f.assign(c, "maybe").is_ok());
+    if (f.type == FieldType::boolean) {
+      EXPECT_FALSE(f.assign(c, "maybe").is_ok());
+    }
     EXPECT_EQ(f.value(c), before) << f.name << " changed by a refused value";
   }
 }

@@ -6,7 +6,7 @@
 //
 //   <pid>.proc            one line: pid \t ppid \t command line (first record of the process)
 //   <pid>.names           lines: kind \t id \t text (kind 'n' range name, 'd' domain, 't' thread name by
-//                         tid); \t \n \\ in text escaped as \t \n \\
+//                         tid); tab, newline and backslash in text escaped as \t \n and a doubled backslash
 //   <pid>.<tid>.ranges    PartHeader, then PartRange records (a sparse file: pages exist as written)
 //   <pid>.cuda.json       the process's CUPTI records as a stalldx trace (written at its exit)
 #pragma once
