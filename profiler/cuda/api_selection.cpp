@@ -13,22 +13,29 @@ bool state_query(std::string_view name) {
   return false;
 }
 
-// Stops activity records for the state queries of one API domain (its kind already enabled: enabling
-// the kind later would override this). Returns how many ids were turned off. (The other way round —
-// the kind off, every other id turned on one by one — lost the runtime records kernels correlate to on
-// the H200, gpu_test, 2026-12-03, and cost no less: this way is the one measured.)
-std::size_t skip_state_queries(CUpti_CallbackDomain domain) {
-  const CUpti_CallbackId end = domain == CUPTI_CB_DOMAIN_DRIVER_API ? static_cast<CUpti_CallbackId>(CUPTI_DRIVER_TRACE_CBID_SIZE)
-                                                                    : static_cast<CUpti_CallbackId>(CUPTI_RUNTIME_TRACE_CBID_SIZE);
+namespace {
+// Sets activity records on or off for every id of `domain` whose CUPTI callback name `selects`; the
+// names are read once per id, at start. Returns how many ids were set.
+std::size_t set_records(CUpti_CallbackDomain domain, bool (*selects)(std::string_view), bool on) {
+  const bool driver = domain == CUPTI_CB_DOMAIN_DRIVER_API;
+  const CUpti_CallbackId end = driver ? static_cast<CUpti_CallbackId>(CUPTI_DRIVER_TRACE_CBID_SIZE)
+                                      : static_cast<CUpti_CallbackId>(CUPTI_RUNTIME_TRACE_CBID_SIZE);
+  const std::uint8_t v = on ? 1 : 0;
   std::size_t n = 0;
   for (CUpti_CallbackId id = 1; id < end; ++id) {
     const char* name = nullptr;
-    if (cuptiGetCallbackName(domain, id, &name) != CUPTI_SUCCESS || name == nullptr || !state_query(name)) continue;
-    const CUptiResult r = domain == CUPTI_CB_DOMAIN_DRIVER_API ? cuptiActivityEnableDriverApi(id, 0) : cuptiActivityEnableRuntimeApi(id, 0);
-    n += r == CUPTI_SUCCESS;
+    if (cuptiGetCallbackName(domain, id, &name) != CUPTI_SUCCESS || name == nullptr || !selects(name)) continue;
+    n += (driver ? cuptiActivityEnableDriverApi(id, v) : cuptiActivityEnableRuntimeApi(id, v)) == CUPTI_SUCCESS;
   }
   return n;
 }
+}  // namespace
+
+// Stops activity records for the state queries of one API domain (its kind already enabled: enabling
+// the kind later would override this). (The other way round for the runtime API — its kind off, every
+// other id turned on one by one — lost the runtime records kernels correlate to on the H200, gpu_test,
+// 2026-12-03, and cost no less: this way is the one measured.)
+std::size_t skip_state_queries(CUpti_CallbackDomain domain) { return set_records(domain, &state_query, false); }
 
 bool work_call(std::string_view name) {
   std::string_view stem = name;
@@ -44,18 +51,6 @@ bool work_call(std::string_view name) {
   return stem.find("Synchronize") != std::string_view::npos;
 }
 
-std::size_t record_work_calls(CUpti_CallbackDomain domain, bool on) {
-  const bool driver = domain == CUPTI_CB_DOMAIN_DRIVER_API;
-  const CUpti_CallbackId end = driver ? static_cast<CUpti_CallbackId>(CUPTI_DRIVER_TRACE_CBID_SIZE)
-                                      : static_cast<CUpti_CallbackId>(CUPTI_RUNTIME_TRACE_CBID_SIZE);
-  std::size_t n = 0;
-  for (CUpti_CallbackId id = 1; id < end; ++id) {
-    const char* name = nullptr;
-    if (cuptiGetCallbackName(domain, id, &name) != CUPTI_SUCCESS || name == nullptr || !work_call(name)) continue;
-    const std::uint8_t v = on ? 1 : 0;
-    n += (driver ? cuptiActivityEnableDriverApi(id, v) : cuptiActivityEnableRuntimeApi(id, v)) == CUPTI_SUCCESS;
-  }
-  return n;
-}
+std::size_t record_work_calls(CUpti_CallbackDomain domain, bool on) { return set_records(domain, &work_call, on); }
 
 }  // namespace stalldx::cuda
