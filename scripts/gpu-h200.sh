@@ -8,7 +8,7 @@
 #   gpu-h200.sh examples  example 2 (PyTorch ResNet-50) under record for each induced case
 #   gpu-h200.sh kineto    torch.profiler traces of induced cases (for tests/data/kineto)
 #   gpu-h200.sh perf      pipeline_bench on a ≥ 40 KB set (12,288 files, --detail 1.5) and the seed workload's knee
-#   gpu-h200.sh overhead  record's cost on example 2: native / record / lighter record options, alternating
+#   gpu-h200.sh overhead  record's cost on example 2: native / record pairs, ABBA (MAIN_CPU=N: the loop on CPU N)
 #   gpu-h200.sh launchcost  the host cost of one kernel launch, natively and under each way of recording
 #   gpu-h200.sh cpploader example 1 (train_loop) under record for each induced case, 24 steady steps
 #   gpu-h200.sh retrieval example 2's slow-read cases (one worker, eight) under record, traces kept
@@ -79,9 +79,10 @@ examples)
   ;;
 cpploader)  # example 1 (train_loop: its own std::thread + TurboJPEG loader, plain NVTX) under record, each induced case
   for c in "retrieval|retrieval|--workers 16 --read-delay-ms 20 --step-ms 30" "decoding|decoding|--workers 1 --step-ms 30" \
-           "submission|submission|--pageable --per-sample --sync --step-ms 5" "launch-rate|submission|--launches 3000" \
+           "submission|submission|--pageable --per-sample --sync --float --workers 16 --step-ms 10" "launch-rate|submission|--launches 3000" \
            "device-bound|device-bound|--step-ms 80"; do
     IFS='|' read -r name want args <<< "$c"
+    [[ -n "${CASES:-}" && ",$CASES," != *",$name,"* ]] && continue  # CASES=a,b: those cases alone
     echo "-- $name ($want): $args"
     stalldx record --warmup 3 --trace /tmp/ex1-$name.json -- train_loop --data $data --steps 27 --warmup 3 $args 2>&1 | summary
     echo "   steps not $want:"
@@ -105,9 +106,9 @@ kineto)
     gzip -f /tmp/kineto-$name.pt.trace.json; cp /tmp/kineto-$name.pt.trace.json.gz "$OUT/"
   done > "$OUT/kineto.txt" 2>&1
   ;;
-overhead)
+overhead)  # MAIN_CPU=N: the loop's thread on CPU N alone in both runs of a pair (the vCPUs differ 1.5x in speed); EX_ARGS: more flags
   rate() { "$@" 2>&1 | grep -oE "[0-9]+ img/s" | head -1 | grep -oE "[0-9]+"; }
-  ex="$py --workers 12 --steps 30"
+  ex="$py --workers 12 --steps 30 ${MAIN_CPU:+--main-cpu $MAIN_CPU} ${EX_ARGS:-}"
   for i in ${ROUNDS:-1 2 3 4 5 6}; do  # ABBA: odd rounds native first, even rounds record first (drift cancels)
     if (( i % 2 )); then n=$(rate $ex); r=$(rate stalldx record --trace /tmp/ov.json -- $ex)
     else r=$(rate stalldx record --trace /tmp/ov.json -- $ex); n=$(rate $ex); fi
@@ -117,15 +118,15 @@ overhead)
     echo "== $f"; stalldx diagnose $f 2>&1 | grep -E "steady state|→|coverage|confidence" | cut -c1-300
   done >> "$OUT/overhead.txt"
   ;;
-launchcost)  # the host cost of one launch (bench/launch_cost.py) natively and under each way of recording
-  lc="env -u LD_LIBRARY_PATH python3 bench/launch_cost.py"
+launchcost)  # the host cost of one launch (bench/launch_cost.py) natively and under each way of recording; PIN=N: on CPU N
+  lc="env -u LD_LIBRARY_PATH ${PIN:+taskset -c $PIN} python3 bench/launch_cost.py"
   cost() { "$@" 2>&1 | grep -oE "^launch_cost: .*"; }
   { cat /sys/devices/system/clocksource/clocksource0/current_clocksource
     for i in ${ROUNDS:-1 2 3}; do
       echo "round $i"
       echo "  native        $(cost $lc)"
       echo "  record        $(cost stalldx record --trace /tmp/lc.json -- $lc)"
-      echo "  no-drv-sync   $(cost stalldx record --no-cuda-driver --no-cuda-sync --trace /tmp/lc.json -- $lc)"
+      echo "  every-call    $(cost stalldx record --cuda-every-call --trace /tmp/lc.json -- $lc)"
       echo "  nvtx-only     $(cost stalldx record --no-cuda --trace /tmp/lc.json -- $lc)"
     done
   } > "$OUT/launch-cost.txt" 2>&1

@@ -4,7 +4,10 @@
 //
 //   retrieval    --read-delay-ms 20        every file read waits (a slow store)
 //   decoding     --workers 1               too few decode threads for the step
-//   submission   --pageable --per-sample --sync   pageable per-sample copies, synchronized
+//   submission   --pageable --per-sample --sync --float --workers 16 --step-ms 10
+//                                          pageable per-sample float32 copies, each synchronized
+//                                          (with uint8 samples and 8 threads the loader, not the
+//                                          copies, was the limit on the H200: decoding, rightly)
 //                --launches 2000           thousands of tiny kernels per step (launch-bound)
 //   device-bound --step-ms 60              a device step longer than the loader needs
 //
@@ -35,7 +38,9 @@ struct Options {
   std::string data;
   int batch = 128, workers = 8, steps = 20, warmup = 3, size = 224, prefetch = 2, launches = 1;
   double read_delay_ms = 0, step_ms = 30;
-  bool pageable = false, per_sample = false, sync = false;
+  bool pageable = false, per_sample = false, sync = false, as_float = false;
+  // One sample's bytes in a batch: RGB, one byte a channel or a float32 in [0, 1] (--float).
+  std::size_t sample_bytes() const { return static_cast<std::size_t>(size) * size * 3 * (as_float ? sizeof(float) : 1); }
 };
 
 struct Range {  // RAII NVTX push/pop
@@ -85,7 +90,7 @@ struct Batch {
 class Loader {
  public:
   Loader(const Options& o, std::vector<std::string> files) : o_(o), files_(std::move(files)) {
-    const std::size_t bytes = static_cast<std::size_t>(o.batch) * o.size * o.size * 3;
+    const std::size_t bytes = static_cast<std::size_t>(o.batch) * o.sample_bytes();
     for (int i = 0; i < o.prefetch + 1; ++i) {
       Batch b;
       if (o.pageable) b.data = static_cast<unsigned char*>(std::malloc(bytes));
@@ -151,14 +156,18 @@ class Loader {
       {
         Range r("decode", batch_index);
         int w = 0, h = 0, sub = 0, cs = 0;
-        unsigned char* out = f->batch.data + static_cast<std::size_t>(sample) * o_.size * o_.size * 3;
+        unsigned char* out = f->batch.data + static_cast<std::size_t>(sample) * o_.sample_bytes();
         if (!file.empty() && tjDecompressHeader3(tj, file.data(), file.size(), &w, &h, &sub, &cs) == 0) {
           rgb.resize(static_cast<std::size_t>(w) * h * 3);
           if (tjDecompress2(tj, file.data(), file.size(), rgb.data(), w, 0, h, TJPF_RGB, TJFLAG_FASTDCT) == 0) {
             for (int y = 0; y < o_.size; ++y)  // nearest-neighbour resize + horizontal flip on odd samples
               for (int x = 0; x < o_.size; ++x) {
                 const int sx = (sample & 1 ? o_.size - 1 - x : x) * w / o_.size, sy = y * h / o_.size;
-                std::memcpy(out + (static_cast<std::size_t>(y) * o_.size + x) * 3, rgb.data() + (static_cast<std::size_t>(sy) * w + sx) * 3, 3);
+                const unsigned char* px = rgb.data() + (static_cast<std::size_t>(sy) * w + sx) * 3;
+                const std::size_t at = (static_cast<std::size_t>(y) * o_.size + x) * 3;
+                if (o_.as_float)
+                  for (int c = 0; c < 3; ++c) reinterpret_cast<float*>(out)[at + c] = px[c] * (1.0f / 255.0f);
+                else std::memcpy(out + at, px, 3);
               }
           }
         }
@@ -209,6 +218,7 @@ int main(int argc, char** argv) {
     else if (a == "--pageable") o.pageable = true;
     else if (a == "--per-sample") o.per_sample = true;
     else if (a == "--sync") o.sync = true;
+    else if (a == "--float") o.as_float = true;
     else {
       std::fprintf(stderr, "train_loop: unknown option '%s'\n", a.c_str());
       return 2;
@@ -223,7 +233,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::sort(files.begin(), files.end());
-  const std::size_t sample_bytes = static_cast<std::size_t>(o.size) * o.size * 3, batch_bytes = sample_bytes * o.batch;
+  const std::size_t sample_bytes = o.sample_bytes(), batch_bytes = sample_bytes * o.batch;
   unsigned char* device_batch = nullptr;
   float* sink = nullptr;
   CHECK(cudaMalloc(&device_batch, batch_bytes));

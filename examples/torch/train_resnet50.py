@@ -88,6 +88,10 @@ def main():
     p.add_argument("--bf16", action="store_true", help="autocast to bfloat16 (default: fp32)")
     p.add_argument("--loss-every", type=int, default=1, help="read the loss (a device sync) every N steps")
     p.add_argument("--kineto", metavar="FILE", help="also write a torch.profiler (Kineto) trace of warm-up + steps")
+    p.add_argument("--main-cpu", type=int, metavar="CPU",
+                   help="run the training loop's thread on this CPU alone and the loader workers on the others: "
+                        "on a host whose CPUs differ in speed (a VM's vCPUs), a benchmark's runs then compare on "
+                        "the same CPU instead of wherever the scheduler put the launching thread")
     a = p.parse_args()
 
     torch.backends.cudnn.benchmark = True
@@ -95,10 +99,19 @@ def main():
     model = torchvision.models.resnet50(num_classes=101).to(dev).to(memory_format=torch.channels_last)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
+    others = None
+    if a.main_cpu is not None:
+        cpus = os.sched_getaffinity(0)
+        if a.main_cpu not in cpus or len(cpus) < 2:
+            sys.exit(f"train_resnet50.py: --main-cpu {a.main_cpu}: not one of this process's CPUs {sorted(cpus)}, or no other left")
+        others = cpus - {a.main_cpu}
     loader = DataLoader(JpegFolder(a.data, a.read_delay_ms, a.image_size), batch_size=a.batch, num_workers=a.workers,
                         pin_memory=not a.per_sample_copies, persistent_workers=a.workers > 0,
-                        prefetch_factor=2 if a.workers > 0 else None)
-    it = iter(loader)
+                        prefetch_factor=2 if a.workers > 0 else None,
+                        worker_init_fn=(lambda _: os.sched_setaffinity(0, others)) if others else None)
+    it = iter(loader)  # forks the workers and starts the pin-memory thread, both before the loop is pinned
+    if a.main_cpu is not None:
+        os.sched_setaffinity(0, {a.main_cpu})  # this thread only (Linux: 0 is the calling thread)
     prof = contextlib.nullcontext()
     if a.kineto:
         acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
