@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 
+#include "startup_steps.h"
 #include "summaries.h"
 #include "uneven_input.h"
 #include "whatif_internal.h"
@@ -106,6 +107,15 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
   // window), not when it holds most of nothing.
   const bool stall_matters = sum.steady_window_ms > 0 && stall >= 0.02 * sum.steady_window_ms;
   const auto share = [&](StallClass c) { return stall_matters ? sum.stall_ms[static_cast<std::size_t>(c)] / stall : 0; };
+  if (const StartupSteps startup = find_startup_steps(rep); startup.count > 0) {
+    const int warmup = sum.warmup_steps + startup.count;
+    say(Advice::startup_in_steady_state,
+        fmt::format("start-up counted as steady state: the first {} steady step{} took {:.0f} ms, {:.0f}% of the steady window, each at least "
+                    "{:.0f}x the median step ({:.1f} ms) — lazy initialisation, autotuning (cuDNN benchmark) or the loader's first batches; "
+                    "the totals below include {}: set {} aside with --warmup {} (stalldx diagnose or stalldx record)",
+                    startup.count, startup.count == 1 ? "" : "s", startup.ms, 100 * startup.share, kStartupSlowFactor, startup.median_ms,
+                    startup.count == 1 ? "it" : "them", startup.count == 1 ? "it" : "them", warmup));
+  }
   const UnevenInput uneven = find_uneven_input(ix, rep);
   if (uneven.found) {
     const int steps = uneven.waited + uneven.ready;
@@ -127,10 +137,14 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
                                         uneven.waited_make_ms, uneven.ready_make_ms)
                           : " (loader workers that each build a whole batch finish together)"));
   }
-  if ((sum.dominant == "device-bound" || sum.dominant == "consumer-bound") && !uneven.found)
+  // "Keeps up" only where the loop's waits on input are a small part of its time: a run whose most
+  // frequent verdict is device-bound may still have waited on input for much of it (a few long waits).
+  const double input_stall = sum.stall_ms[static_cast<std::size_t>(StallClass::retrieval)] + sum.stall_ms[static_cast<std::size_t>(StallClass::decoding)];
+  const double input_share = sum.steady_window_ms > 0 ? input_stall / sum.steady_window_ms : 0;
+  if ((sum.dominant == "device-bound" || sum.dominant == "consumer-bound") && !uneven.found && input_share < 0.1)
     say(Advice::input_keeps_up,
-        fmt::format("{}: the input pipeline keeps up ({:.1f}% of steady-state time idle); more workers or prefetch buy nothing", sum.dominant,
-                    sum.steady_window_ms > 0 ? 100 * stall / sum.steady_window_ms : 0));
+        fmt::format("{}: the input pipeline keeps up (the loop waited on input {:.1f}% of steady-state time); more workers or prefetch buy nothing",
+                    sum.dominant, 100 * input_share));
 
   if (share(StallClass::retrieval) >= 0.3) {
     if (known("read_bandwidth_mbps") && cfg.read_bandwidth_mbps > 0)

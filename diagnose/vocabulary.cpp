@@ -72,6 +72,7 @@ const char* advice_name(Advice a) {
     case Advice::consumer_starved: return "consumer_starved";
     case Advice::bursty_input: return "bursty_input";
     case Advice::input_spikes: return "input_spikes";
+    case Advice::startup_in_steady_state: return "startup_in_steady_state";
   }
   return "?";
 }

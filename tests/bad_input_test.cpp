@@ -302,7 +302,9 @@ TEST(BadInputCorpus, EachFileIsDecodedOrRefusedWithItsKind) {
       if (!st.is_ok()) got = bad_kind_name(decoder.problem());
     }
     EXPECT_EQ(got, want) << file << ": " << st.message();
-    if (got != "ok") EXPECT_FALSE(st.message().empty()) << file;
+    if (got != "ok") {
+      EXPECT_FALSE(st.message().empty()) << file;
+    }
   }
 }
 

@@ -99,7 +99,9 @@ TEST(Ranks, TheRankWithOneWorkerIsTheStragglerWithDecoding) {
   ASSERT_FALSE(j.cross.is_null()) << j.log;
   EXPECT_EQ(j.cross["run_straggler"], 1) << j.cross.dump(1);
   for (const auto& r : j.cross["ranks"])
-    if (r["rank"] == 1) EXPECT_EQ(r["verdict_as_straggler"], "decoding") << j.cross.dump(1);
+    if (r["rank"] == 1) {
+      EXPECT_EQ(r["verdict_as_straggler"], "decoding") << j.cross.dump(1);
+    }
 }
 
 TEST(Ranks, EachRankReadsADisjointShardAndWritesItsOwnTrace) {

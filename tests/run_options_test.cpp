@@ -47,7 +47,7 @@ TEST(RunOptions, SweepLeavesOutItsAxesAndRunOnlyFields) {
 }
 
 TEST(RunOptions, BadValuesAreRefusedOnTheCommandLine) {
-  for (const std::vector<std::string> bad : {std::vector<std::string>{"nan", "--step-ms"}, {"inf", "--device-ms"},
+  for (const std::vector<std::string>& bad : {std::vector<std::string>{"nan", "--step-ms"}, {"inf", "--device-ms"},
                                              {"1e12", "--read-latency-ms"}, {"0", "--workers"}, {"fp16", "--output"}}) {
     CLI::App app;
     RunConfig c;

@@ -310,3 +310,50 @@ TEST(Vocabulary, EveryAdviceKindHasItsOwnName) {
 }
 }  // namespace
 }  // namespace stalldx::diagnose
+
+namespace stalldx::diagnose {
+namespace {
+// A device-bound loop (30 ms kernels, batches ready) whose first `slow` steps waited 400 ms on their
+// first batches' decoding (start-up), and optionally a slow step every 6th step later on (a pattern).
+Trace startup_loop(int slow, bool periodic = false) {
+  Loop l({{"workers", "8"}}, 16);
+  double t = 0;
+  for (int k = 0; k < 24; ++k) {
+    const double wait = k < slow || (periodic && k % 6 == 0) ? 400 : 0.05;
+    l.range(Role::step, "step", t, t + wait + 0.2, k, k);
+    l.range(Role::wait_batch, "wait_batch", t, t + wait, k, k);
+    l.range(Role::decode, "decode", wait > 1 ? t : t - 20, wait > 1 ? t + wait : t - 1, -1, k, 1, wait > 1 ? 0.9 * wait : 18);
+    l.call("cudaLaunchKernel", t + wait, t + wait + 0.1, k, ActivityKind::kernel, "k", t + wait + 0.1, t + wait + 30.1);
+    t += wait + 30.1;
+  }
+  return l.t;
+}
+TEST(Advice, StartUpCountedAsSteadyStateIsNamedWithTheWarmUpThatSetsItAside) {
+  const Report r = diagnose(startup_loop(2));
+  EXPECT_EQ(r.summary.dominant, "device-bound");
+  ASSERT_TRUE(has(r, Advice::startup_in_steady_state)) << all(r);
+  EXPECT_NE(all(r).find("the first 2 steady steps took"), std::string::npos) << all(r);
+  EXPECT_NE(all(r).find("--warmup 2"), std::string::npos) << all(r);
+  // Its 800 ms of waiting are most of the input stall: "the input keeps up" is not said of this window.
+  EXPECT_FALSE(has(r, Advice::input_keeps_up)) << all(r);
+  // Set aside, the same run keeps up and start-up is not mentioned.
+  Thresholds th;
+  th.warmup_steps = 2;
+  const Report set_aside = diagnose(startup_loop(2), th);
+  EXPECT_FALSE(has(set_aside, Advice::startup_in_steady_state)) << all(set_aside);
+  EXPECT_TRUE(has(set_aside, Advice::input_keeps_up)) << all(set_aside);
+  // The suggested warm-up counts the steps already set aside.
+  th.warmup_steps = 1;
+  EXPECT_NE(all(diagnose(startup_loop(2), th)).find("--warmup 2"), std::string::npos) << all(diagnose(startup_loop(2), th));
+}
+TEST(Advice, ASlowStepThatRecursIsNotStartUp) {
+  const Report periodic = diagnose(startup_loop(1, true));
+  EXPECT_FALSE(has(periodic, Advice::startup_in_steady_state)) << all(periodic);
+  const Report none = diagnose(startup_loop(0));
+  EXPECT_FALSE(has(none, Advice::startup_in_steady_state)) << all(none);
+  EXPECT_TRUE(has(none, Advice::input_keeps_up)) << all(none);
+  const Report bursts = diagnose(bursty_loop(6));
+  EXPECT_FALSE(has(bursts, Advice::startup_in_steady_state)) << all(bursts);
+}
+}  // namespace
+}  // namespace stalldx::diagnose

@@ -67,8 +67,9 @@ TEST(Kineto, Fp32LoopsWithEnoughWorkersNeverBlameTheInput) {
     for (const diagnose::StepDiagnosis& s : r.steps) {
       EXPECT_TRUE(s.verdict == diagnose::Verdict::submission || s.verdict == diagnose::Verdict::device_bound)
           << file << " step " << s.step << ": " << s.evidence;
-      if (s.verdict == diagnose::Verdict::submission && !s.causes.empty() && s.causes.front().cause == diagnose::Cause::launch_rate)
+      if (s.verdict == diagnose::Verdict::submission && !s.causes.empty() && s.causes.front().cause == diagnose::Cause::launch_rate) {
         EXPECT_GT(s.launch.host_us_between_launches, s.launch.device_us_per_kernel) << file << " step " << s.step;
+      }
     }
   }
 }
@@ -86,7 +87,9 @@ TEST(Kineto, BatchesArrivingInBurstsBlameOnlyTheStepsThatWaited) {
   for (const diagnose::StepDiagnosis& s : r.steps) {
     const bool waited = s.step == 8 || s.step == 16 || s.step == 24;
     EXPECT_EQ(s.verdict == diagnose::Verdict::input, waited) << "step " << s.step << ": " << s.evidence;
-    if (waited) EXPECT_GT(s.stall_ms, 1000.0) << "step " << s.step;
+    if (waited) {
+      EXPECT_GT(s.stall_ms, 1000.0) << "step " << s.step;
+    }
   }
 }
 
@@ -177,7 +180,9 @@ TEST(Kineto, BothSchemasReadAndACopyCountsOnlyWhenItCopied) {
     EXPECT_EQ(submits, 4) << "only the copy that issued cudaMemcpyAsync";
     for (const DeviceActivity& a : t.activities) {
       EXPECT_GE(a.step, 0);
-      if (a.kind == ActivityKind::memcpy_h2d) EXPECT_EQ(a.host_mem, MemKind::pinned);
+      if (a.kind == ActivityKind::memcpy_h2d) {
+        EXPECT_EQ(a.host_mem, MemKind::pinned);
+      }
     }
     const diagnose::Report r = diagnose::diagnose(t);
     for (const diagnose::StepDiagnosis& s : r.steps) EXPECT_EQ(s.verdict, diagnose::Verdict::input) << s.evidence << "\n" << s.next_question;
