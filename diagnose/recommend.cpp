@@ -109,12 +109,16 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
   const auto share = [&](StallClass c) { return stall_matters ? sum.stall_ms[static_cast<std::size_t>(c)] / stall : 0; };
   if (const StartupSteps startup = find_startup_steps(rep); startup.count > 0) {
     const int warmup = sum.warmup_steps + startup.count;
+    const std::string which = startup.count == 1
+        ? fmt::format("the first steady step took {:.0f} ms, {:.1f}x the median step ({:.1f} ms)", startup.ms, startup.ms / startup.median_ms,
+                      startup.median_ms)
+        : fmt::format("the first {} steady steps took {:.0f} ms together, each at least {:.0f}x the median step ({:.1f} ms)", startup.count,
+                      startup.ms, kStartupSlowFactor, startup.median_ms);
     say(Advice::startup_in_steady_state,
-        fmt::format("start-up counted as steady state: the first {} steady step{} took {:.0f} ms, {:.0f}% of the steady window, each at least "
-                    "{:.0f}x the median step ({:.1f} ms) — lazy initialisation, autotuning (cuDNN benchmark) or the loader's first batches; "
-                    "the totals below include {}: set {} aside with --warmup {} (stalldx diagnose or stalldx record)",
-                    startup.count, startup.count == 1 ? "" : "s", startup.ms, 100 * startup.share, kStartupSlowFactor, startup.median_ms,
-                    startup.count == 1 ? "it" : "them", startup.count == 1 ? "it" : "them", warmup));
+        fmt::format("start-up counted as steady state: {} — {:.0f}% of the steady window, likely lazy initialisation, autotuning (cuDNN "
+                    "benchmark) or the loader's first batches; the totals below include {}: set {} aside with --warmup {} (stalldx "
+                    "diagnose or stalldx record)",
+                    which, 100 * startup.share, startup.count == 1 ? "it" : "them", startup.count == 1 ? "it" : "them", warmup));
   }
   const UnevenInput uneven = find_uneven_input(ix, rep);
   if (uneven.found) {
