@@ -110,8 +110,8 @@ overhead)  # MAIN_CPU=N: the loop's thread on CPU N alone in both runs of a pair
   rate() { "$@" 2>&1 | grep -oE "[0-9]+ img/s" | head -1 | grep -oE "[0-9]+"; }
   ex="$py --workers 12 --steps 30 ${MAIN_CPU:+--main-cpu $MAIN_CPU} ${EX_ARGS:-}"
   for i in ${ROUNDS:-1 2 3 4 5 6}; do  # ABBA: odd rounds native first, even rounds record first (drift cancels)
-    if (( i % 2 )); then n=$(rate $ex); r=$(rate stalldx record --trace /tmp/ov.json -- $ex)
-    else r=$(rate stalldx record --trace /tmp/ov.json -- $ex); n=$(rate $ex); fi
+    if (( i % 2 )); then n=$(rate $ex); r=$(rate stalldx record --warmup 3 --trace /tmp/ov.json -- $ex)
+    else r=$(rate stalldx record --warmup 3 --trace /tmp/ov.json -- $ex); n=$(rate $ex); fi
     echo "round $i native $n record $r"
   done > "$OUT/overhead.txt" 2>&1
   for f in /tmp/ov.json; do
