@@ -30,7 +30,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 Trace synthetic(std::size_t target) {
   Trace t;
   t.meta.host = t.meta.cupti = t.meta.cpu_time = true;
-  t.meta.config["warmup"] = "3";
+  t.meta.config.insert_or_assign("warmup", std::string("3"));  // (not operator= of a literal: GCC 12 -Wrestrict false positive, PR 105329)
   t.threads.push_back({0, 1, "consumer", 0});
   for (std::uint32_t w = 1; w <= 16; ++w) t.threads.push_back({w, static_cast<std::int64_t>(w + 1), "worker", 0});
   const auto step = t.intern("step"), wait = t.intern("wait_batch"), submit = t.intern("submit_batch"), read = t.intern("read_file"),
@@ -63,7 +63,15 @@ Trace synthetic(std::size_t target) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::size_t target = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1'000'000;
+  std::size_t target = 1'000'000;
+  if (argc > 1) {
+    char* end = nullptr;
+    target = std::strtoull(argv[1], &end, 10);
+    if (argc > 2 || end == argv[1] || *end != '\0' || target == 0) {
+      std::fprintf(stderr, "usage: diagnose_bench [RECORDS]   (RECORDS: a positive count, default 1000000; got '%s')\n", argv[1]);
+      return 2;
+    }
+  }
   Trace t = synthetic(target);
   const std::size_t records = t.ranges.size() + t.calls.size() + t.activities.size();
   auto t0 = std::chrono::steady_clock::now();
