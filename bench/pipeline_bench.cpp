@@ -7,6 +7,7 @@
 // Last, the one-thread rate pinned to each CPU in turn: on a host whose CPUs are not equally fast (a VM's
 // vCPUs), N x one thread measured on one CPU is not what N CPUs can give; their sum is.
 //   pipeline_bench [--data DIR] [--max-workers N] [--steps S] [--batch B]
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <pthread.h>
 #include <sched.h>
@@ -108,12 +109,12 @@ int main(int argc, char** argv) {
   std::string data;
   int max_workers = static_cast<int>(std::thread::hardware_concurrency());
   int steps = 30, batch = 128;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--data")) data = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--max-workers")) max_workers = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--steps")) steps = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--batch")) batch = std::atoi(argv[i + 1]);
-  }
+  CLI::App app{"pipeline_bench: decode-only ceiling, per-stage one-thread costs and the pipeline's img/s at 1..N workers"};
+  app.add_option("--data", data, "an ImageFolder (default: the built-in dataset)")->check(CLI::ExistingDirectory);
+  app.add_option("--max-workers", max_workers, "the most workers measured")->check(CLI::Range(1, 1024));
+  app.add_option("--steps", steps, "batches per measurement")->check(CLI::Range(1, 1'000'000));
+  app.add_option("--batch", batch, "images per batch")->check(CLI::Range(1, 65'536));
+  CLI11_PARSE(app, argc, argv);
   if (data.empty()) {
     if (Status st = datasets::ensure_default_dataset(data, true); !st.is_ok()) {
       fmt::print(stderr, "{}\n", st.message());
