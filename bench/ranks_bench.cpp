@@ -4,6 +4,7 @@
 // W/2 reads slowly (the straggler, retrieval). Generation holds one rank at a time; the analysis runs in
 // a fresh child (fork) per case so its peak RSS is its own: 1 rank, then all of them.
 //   ranks_bench [--ranks 256] [--steps 1000] [--dir DIR]   (prints; asserts nothing)
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <malloc.h>
 #include <sys/resource.h>
@@ -120,11 +121,11 @@ void analyze(const std::string& dir, int n) {
 int main(int argc, char** argv) {
   int ranks = 256, steps = 1000;
   std::string dir;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--ranks")) ranks = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--steps")) steps = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--dir")) dir = argv[i + 1];
-  }
+  CLI::App app{"ranks_bench: write, read and diagnose across ranks a job of synthetic rank traces"};
+  app.add_option("--ranks", ranks, "ranks in the job")->check(CLI::Range(1, 65'536));
+  app.add_option("--steps", steps, "steps per rank")->check(CLI::Range(1, 10'000'000));
+  app.add_option("--dir", dir, "where the rank traces go (default: a directory of its own, removed after)");
+  CLI11_PARSE(app, argc, argv);
   const bool own_dir = dir.empty();
   if (own_dir) dir = fmt::format("/tmp/stalldx-ranks-bench-{}", getpid());
   std::filesystem::create_directories(dir);
