@@ -114,11 +114,12 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
                       startup.median_ms)
         : fmt::format("the first {} steady steps took {:.0f} ms together, each at least {:.0f}x the median step ({:.1f} ms)", startup.count,
                       startup.ms, kStartupSlowFactor, startup.median_ms);
+    const char* them = startup.count == 1 ? "it" : "them";
     say(Advice::startup_in_steady_state,
         fmt::format("start-up counted as steady state: {} — {:.0f}% of the steady window, likely lazy initialisation, autotuning (cuDNN "
                     "benchmark) or the loader's first batches; the totals below include {}: set {} aside with --warmup {} (stalldx "
                     "diagnose or stalldx record)",
-                    which, 100 * startup.share, startup.count == 1 ? "it" : "them", startup.count == 1 ? "it" : "them", warmup));
+                    which, 100 * startup.share, them, them, warmup));
   }
   const UnevenInput uneven = find_uneven_input(ix, rep);
   if (uneven.found) {
@@ -143,7 +144,9 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
   }
   // "Keeps up" only where the loop's waits on input are a small part of its time: a run whose most
   // frequent verdict is device-bound may still have waited on input for much of it (a few long waits).
-  const double input_stall = sum.stall_ms[static_cast<std::size_t>(StallClass::retrieval)] + sum.stall_ms[static_cast<std::size_t>(StallClass::decoding)];
+  double input_stall = 0;
+  for (int c = 0; c < kCauseCount; ++c)
+    if (input_cause(static_cast<Cause>(c))) input_stall += sum.cause_ms[static_cast<std::size_t>(c)];
   const double input_share = sum.steady_window_ms > 0 ? input_stall / sum.steady_window_ms : 0;
   if ((sum.dominant == "device-bound" || sum.dominant == "consumer-bound") && !uneven.found && input_share < 0.1)
     say(Advice::input_keeps_up,

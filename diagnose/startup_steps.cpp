@@ -2,6 +2,7 @@
 #include "startup_steps.h"
 
 #include <algorithm>
+#include <numeric>
 #include <vector>
 
 namespace stalldx::diagnose {
@@ -21,9 +22,8 @@ StartupSteps find_startup_steps(const Report& rep) {
   while (lead < windows.size() && windows[lead] >= slow) ++lead;
   if (lead == 0 || lead * 4 > windows.size()) return out;
   if (std::any_of(windows.begin() + static_cast<std::ptrdiff_t>(lead), windows.end(), [&](double w) { return w >= slow; })) return out;
-  double total = 0, ms = 0;
-  for (std::size_t i = 0; i < windows.size(); ++i) (i < lead ? ms : total) += windows[i];
-  total += ms;
+  const double ms = std::accumulate(windows.begin(), windows.begin() + static_cast<std::ptrdiff_t>(lead), 0.0);
+  const double total = std::accumulate(windows.begin(), windows.end(), 0.0);
   if (ms < 0.1 * total) return out;
   out.count = static_cast<int>(lead);
   out.ms = ms;

@@ -9,7 +9,7 @@
 namespace stalldx::diagnose {
 
 struct StartupSteps {
-  int count = 0;          // leading steady steps that took >= kSlowFactor x the median step; 0 = none
+  int count = 0;          // leading steady steps that took >= kStartupSlowFactor x the median step; 0 = none
   double ms = 0;          // their windows together
   double median_ms = 0;   // the median steady step's window
   double share = 0;       // ms / the steady window

@@ -21,6 +21,11 @@ double make_ms(const TraceIndex& ix, std::int64_t batch) {
 
 }  // namespace
 
+bool input_cause(Cause c) {
+  const StallClass k = cause_class(c);
+  return k == StallClass::retrieval || k == StallClass::decoding || c == Cause::input_unsplit;
+}
+
 UnevenInput find_uneven_input(const TraceIndex& ix, const Report& rep) {
   UnevenInput u;
   double input_ms = 0, window_ms = 0, waited_make = 0, ready_make = 0;
@@ -32,10 +37,8 @@ UnevenInput find_uneven_input(const TraceIndex& ix, const Report& rep) {
     if (s.warmup) continue;
     window_ms += s.window_ms;
     double step_input = 0;
-    for (const CauseShare& c : s.causes) {
-      const StallClass k = cause_class(c.cause);
-      if (k == StallClass::retrieval || k == StallClass::decoding || c.cause == Cause::input_unsplit) step_input += c.ms;
-    }
+    for (const CauseShare& c : s.causes)
+      if (input_cause(c.cause)) step_input += c.ms;
     input_ms += step_input;
     const auto batch = batch_of_step.find(s.step);
     const double made = batch == batch_of_step.end() ? -1 : make_ms(ix, batch->second);

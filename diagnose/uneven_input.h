@@ -19,6 +19,10 @@ struct UnevenInput {
   bool spikes() const { return waited_make_ms > 0 && ready_make_ms > 0 && waited_make_ms >= 2 * ready_make_ms; }
 };
 
+// A cause that is the loop waiting on input: reads, decodes, or a wait for a batch whose producers left
+// no records. The one definition of "input stall" for the run's advice.
+bool input_cause(Cause c);
+
 // Over the steady steps of `rep`: who waited for input, who found a batch ready, and (where producers
 // name their batch) how long the batches of each took to make.
 UnevenInput find_uneven_input(const TraceIndex& ix, const Report& rep);
