@@ -106,12 +106,12 @@ kineto)
     gzip -f /tmp/kineto-$name.pt.trace.json; cp /tmp/kineto-$name.pt.trace.json.gz "$OUT/"
   done > "$OUT/kineto.txt" 2>&1
   ;;
-overhead)  # MAIN_CPU=N: the loop's thread on CPU N alone in both runs of a pair (the vCPUs differ 1.5x in speed); EX_ARGS: more flags
+overhead)  # MAIN_CPU=N: the loop's thread on CPU N alone in both runs of a pair (the vCPUs differ 1.5x in speed); EX_ARGS: more flags; REC_ARGS: record's
   rate() { "$@" 2>&1 | grep -oE "[0-9]+ img/s" | head -1 | grep -oE "[0-9]+"; }
   ex="$py --workers 12 --steps 30 ${MAIN_CPU:+--main-cpu $MAIN_CPU} ${EX_ARGS:-}"
   for i in ${ROUNDS:-1 2 3 4 5 6}; do  # ABBA: odd rounds native first, even rounds record first (drift cancels)
-    if (( i % 2 )); then n=$(rate $ex); r=$(rate stalldx record --warmup 3 --trace /tmp/ov.json -- $ex)
-    else r=$(rate stalldx record --warmup 3 --trace /tmp/ov.json -- $ex); n=$(rate $ex); fi
+    if (( i % 2 )); then n=$(rate $ex); r=$(rate stalldx record ${REC_ARGS:-} --warmup 3 --trace /tmp/ov.json -- $ex)
+    else r=$(rate stalldx record ${REC_ARGS:-} --warmup 3 --trace /tmp/ov.json -- $ex); n=$(rate $ex); fi
     echo "round $i native $n record $r"
   done > "$OUT/overhead.txt" 2>&1
   for f in /tmp/ov.json; do
