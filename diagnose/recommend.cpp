@@ -102,32 +102,37 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
     say(Advice::collect_device_records, "collect device records (CUPTI) to judge stalls against the device's timeline");
     return;
   }
-  const double stall = sum.steady_stall_ms;
-  // A class is worth advice when it holds a good share of a stall that matters (>= 2% of the steady
-  // window), not when it holds most of nothing.
-  const bool stall_matters = sum.steady_window_ms > 0 && stall >= 0.02 * sum.steady_window_ms;
-  const auto share = [&](StallClass c) { return stall_matters ? sum.stall_ms[static_cast<std::size_t>(c)] / stall : 0; };
-  if (const StartupSteps startup = find_startup_steps(rep); startup.count > 0) {
+  // Start-up counted as steady state is named with the warm-up that sets it aside; the advice is about
+  // the steps after it (`basis`): the totals printed include it.
+  const StartupSteps startup = find_startup_steps(rep);
+  const RunSummary basis = after_startup(sum, rep, startup);
+  if (startup.count > 0) {
     const int warmup = sum.warmup_steps + startup.count;
     const std::string which = startup.count == 1
-        ? fmt::format("the first steady step took {:.0f} ms, {:.1f}x the median step ({:.1f} ms)", startup.ms, startup.ms / startup.median_ms,
-                      startup.median_ms)
-        : fmt::format("the first {} steady steps took {:.0f} ms together, each at least {:.0f}x the median step ({:.1f} ms)", startup.count,
-                      startup.ms, kStartupSlowFactor, startup.median_ms);
+        ? fmt::format("the first steady step took {:.0f} ms, {:.1f}x the median step ({:.1f} ms), no later step that slow",
+                      startup.ms, startup.ms / startup.median_ms, startup.median_ms)
+        : fmt::format("the first {} steady steps took {:.0f} ms together, each at least {:.1f}x the median step ({:.1f} ms), no later "
+                      "step that slow",
+                      startup.count, startup.ms, kStartupSlowFactor, startup.median_ms);
     const char* them = startup.count == 1 ? "it" : "them";
     say(Advice::startup_in_steady_state,
         fmt::format("start-up counted as steady state: {} — {:.0f}% of the steady window, likely lazy initialisation, autotuning (cuDNN "
-                    "benchmark) or the loader's first batches; the totals below include {}: set {} aside with --warmup {} (stalldx "
-                    "diagnose or stalldx record)",
+                    "benchmark) or the loader's first batches; the totals include {}, the advice below does not: set {} aside with "
+                    "--warmup {} (stalldx diagnose or stalldx record)",
                     which, 100 * startup.share, them, them, warmup));
   }
-  const UnevenInput uneven = find_uneven_input(ix, rep);
+  const double stall = basis.steady_stall_ms;
+  // A class is worth advice when it holds a good share of a stall that matters (>= 2% of the steady
+  // window), not when it holds most of nothing.
+  const bool stall_matters = basis.steady_window_ms > 0 && stall >= 0.02 * basis.steady_window_ms;
+  const auto share = [&](StallClass c) { return stall_matters ? basis.stall_ms[static_cast<std::size_t>(c)] / stall : 0; };
+  const UnevenInput uneven = find_uneven_input(ix, rep, startup.count);
   if (uneven.found) {
     const int steps = uneven.waited + uneven.ready;
     const std::string shape =
         fmt::format("{} of {} steady steps waited for their batch ({:.0f} ms each on average), the other {} found theirs ready — a batch "
                     "came every {:.1f} ms against {:.1f} ms for a step that did not wait",
-                    uneven.waited, steps, uneven.wait_ms / uneven.waited, uneven.ready, sum.steady_window_ms / steps,
+                    uneven.waited, steps, uneven.wait_ms / uneven.waited, uneven.ready, basis.steady_window_ms / steps,
                     uneven.ready_window_ms / uneven.ready);
     if (uneven.spikes())
       say(Advice::input_spikes,
@@ -146,32 +151,32 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
   // frequent verdict is device-bound may still have waited on input for much of it (a few long waits).
   double input_stall = 0;
   for (int c = 0; c < kCauseCount; ++c)
-    if (input_cause(static_cast<Cause>(c))) input_stall += sum.cause_ms[static_cast<std::size_t>(c)];
-  const double input_share = sum.steady_window_ms > 0 ? input_stall / sum.steady_window_ms : 0;
+    if (input_cause(static_cast<Cause>(c))) input_stall += basis.cause_ms[static_cast<std::size_t>(c)];
+  const double input_share = basis.steady_window_ms > 0 ? input_stall / basis.steady_window_ms : 0;
   if ((sum.dominant == "device-bound" || sum.dominant == "consumer-bound") && !uneven.found && input_share < 0.1)
     say(Advice::input_keeps_up,
-        fmt::format("{}: the input pipeline keeps up (the loop waited on input {:.1f}% of steady-state time); more workers or prefetch buy nothing",
-                    sum.dominant, 100 * input_share));
+        fmt::format("{}: the input pipeline keeps up (the loop waited on input {:.1f}% of steady-state time{}); more workers or prefetch buy nothing",
+                    sum.dominant, 100 * input_share, startup.count > 0 ? " after start-up" : ""));
 
   if (share(StallClass::retrieval) >= 0.3) {
     if (known("read_bandwidth_mbps") && cfg.read_bandwidth_mbps > 0)
       say(Advice::bandwidth_cap, fmt::format("retrieval: {:.0f} ms of stall under a {} MB/s read bandwidth cap — more workers share the same "
                                              "bandwidth and buy nothing; only faster storage (or smaller files) helps",
-                                             sum.stall_ms[0], cfg.read_bandwidth_mbps));
-    else if (cause(sum, Cause::storage_wait) >= cause(sum, Cause::storage_read))
+                                             basis.stall_ms[0], cfg.read_bandwidth_mbps));
+    else if (cause(basis, Cause::storage_wait) >= cause(basis, Cause::storage_read))
       say(Advice::storage_latency,
           fmt::format("retrieval: {:.0f} ms of stall with reads mostly off-CPU (cpu/wall {:.2f}): waiting on storage — more concurrent reads{} "
                       "hide latency while the storage has bandwidth to spare; faster or local storage; prefetch ({}) only absorbs spikes",
-                      sum.stall_ms[0], sum.read_cpu_ratio, ours ? fmt::format(" (workers {} now)", cfg.workers) : "",
+                      basis.stall_ms[0], sum.read_cpu_ratio, ours ? fmt::format(" (workers {} now)", cfg.workers) : "",
                       ours ? std::to_string(cfg.prefetch) : "depth"));
     else
       say(Advice::storage_latency, fmt::format("retrieval: {:.0f} ms of stall reading files on CPU: compare read time per file with the step time",
-                                               sum.stall_ms[0]));
+                                               basis.stall_ms[0]));
   }
 
   if (share(StallClass::decoding) >= 0.3) {
-    const double denied = cause(sum, Cause::decode_starved) + cause(sum, Cause::read_starved);
-    const bool starved = denied > cause(sum, Cause::decode_cpu_bound) ||
+    const double denied = cause(basis, Cause::decode_starved) + cause(basis, Cause::read_starved);
+    const bool starved = denied > cause(basis, Cause::decode_cpu_bound) ||
                          (sum.producer_runq_ratio >= 0 ? sum.producer_runq_ratio >= th.starved_runq_ratio
                                                        : sum.decode_cpu_ratio >= 0 && sum.decode_cpu_ratio < th.contention_cpu_ratio);
     const bool full = ours && cores > 0 && cfg.workers + 1 >= cores;  // workers + the consumer already fill the cores
@@ -194,7 +199,7 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
         why = fmt::format("{} workers + the consumer already fill the {} usable cores — more workers cannot run; cheaper decode is what helps",
                           cfg.workers, cores);
       }
-      say(Advice::oversubscribed, fmt::format("decoding: {:.0f} ms of stall; {}", sum.stall_ms[1], why));
+      say(Advice::oversubscribed, fmt::format("decoding: {:.0f} ms of stall; {}", basis.stall_ms[1], why));
     } else {
       // By how much: the what-if model at the most workers that still leave the consumer a core.
       std::string expect;
@@ -207,7 +212,7 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
                                then.images_per_second, target, then.bound);
         }
       }
-      say(Advice::more_workers, fmt::format("decoding: {:.0f} ms of stall on CPU-bound decode — more workers{}{}", sum.stall_ms[1],
+      say(Advice::more_workers, fmt::format("decoding: {:.0f} ms of stall on CPU-bound decode — more workers{}{}", basis.stall_ms[1],
                                             ours ? fmt::format(" (now {}, {} usable cores)", cfg.workers, cores > 0 ? std::to_string(cores) : "?") : "",
                                             expect));
     }
@@ -218,31 +223,31 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
   }
 
   if (share(StallClass::submission) >= 0.3) {
-    const double sub = sum.stall_ms[2];
-    const auto big = [&](Cause c) { return sub > 0 && cause(sum, c) >= 0.2 * sub; };
+    const double sub = basis.stall_ms[2];
+    const auto big = [&](Cause c) { return sub > 0 && cause(basis, c) >= 0.2 * sub; };
     if (big(Cause::pageable_copy) && !(known("memory") && cfg.memory == MemoryKind::pinned && !cfg.pin_per_batch))
-      say(Advice::pinned_memory, fmt::format("submission: {:.0f} ms in pageable copies — allocate batch buffers pinned once{}", cause(sum, Cause::pageable_copy),
+      say(Advice::pinned_memory, fmt::format("submission: {:.0f} ms in pageable copies — allocate batch buffers pinned once{}", cause(basis, Cause::pageable_copy),
                                              known("memory") ? " (--memory pinned)" : " (cudaHostAlloc, or pin_memory=True)"));
     if (big(Cause::per_sample_copies) && !(known("copy") && cfg.copy == CopyStyle::batch))
-      say(Advice::batch_copies, fmt::format("submission: {:.0f} ms in per-sample copies — one cudaMemcpyAsync per batch{}", cause(sum, Cause::per_sample_copies),
+      say(Advice::batch_copies, fmt::format("submission: {:.0f} ms in per-sample copies — one cudaMemcpyAsync per batch{}", cause(basis, Cause::per_sample_copies),
                                             known("copy") ? " (--copy batch)" : ""));
     if (big(Cause::host_allocation) && !(known("pin_per_batch") && known("memory") && !cfg.pin_per_batch && cfg.memory == MemoryKind::pinned))
       say(Advice::pin_once, fmt::format("submission: {:.0f} ms pinning/allocating inside the step — pin the buffers once, up front{}",
-                                        cause(sum, Cause::host_allocation), known("pin_per_batch") && cfg.pin_per_batch ? " (drop --pin-per-batch)" : ""));
+                                        cause(basis, Cause::host_allocation), known("pin_per_batch") && cfg.pin_per_batch ? " (drop --pin-per-batch)" : ""));
     if (big(Cause::synchronization) && !(known("sync_every_step") && !cfg.sync_every_step))
       say(Advice::drop_step_sync, fmt::format("submission: {:.0f} ms synchronizing inside the step — drop the per-step sync and let the in-flight "
-                                              "limit pace the loop{}", cause(sum, Cause::synchronization), known("sync_every_step") ? " (drop --sync-every-step)" : ""));
+                                              "limit pace the loop{}", cause(basis, Cause::synchronization), known("sync_every_step") ? " (drop --sync-every-step)" : ""));
     if (big(Cause::launch_rate))
       say(Advice::launch_rate,
           fmt::format("submission: {:.0f} ms waiting on kernel launches ({:.0f} launches a step, one every {:.1f} µs of host time — {:.1f} µs "
                       "inside each call — while kernels ran {:.1f} µs on the device) — capture the step in a CUDA Graph, fuse into fewer, larger "
                       "kernels{}, give the launching thread a core of its own{}",
-                      cause(sum, Cause::launch_rate), sum.launches_per_step, sum.host_us_between_launches, sum.host_us_per_launch,
+                      cause(basis, Cause::launch_rate), sum.launches_per_step, sum.host_us_between_launches, sum.host_us_per_launch,
                       sum.device_us_per_kernel,
                       known("step_kernels") ? fmt::format(" (--step-kernels {} now)", cfg.step_kernels) : "",
                       ours && cores > 0 && cfg.workers + 1 >= cores ? fmt::format(" (workers {} + consumer fill the {} cores)", cfg.workers, cores) : ""));
   }
-  if (share(StallClass::submission) >= 0.3 && cause(sum, Cause::consumer_starved) >= 0.2 * sum.stall_ms[2]) {
+  if (share(StallClass::submission) >= 0.3 && cause(basis, Cause::consumer_starved) >= 0.2 * basis.stall_ms[2]) {
     const double load = std::max(host.load_1m_start, host.load_1m_end);
     std::string others;
     if (known("competing_threads") && cfg.competing_threads > 0) others = fmt::format("{} competing threads in this run", cfg.competing_threads);
@@ -250,15 +255,15 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
     say(Advice::consumer_starved,
         fmt::format("submission: {:.0f} ms with the submitting thread runnable but not running — the host is oversubscribed: give that "
                     "thread a core of its own, fewer loader threads than cores{}",
-                    cause(sum, Cause::consumer_starved), others.empty() ? "" : " (" + others + ")"));
+                    cause(basis, Cause::consumer_starved), others.empty() ? "" : " (" + others + ")"));
   }
   if (share(StallClass::unattributed) >= 0.3) {
-    if (cause(sum, Cause::input_unsplit) >= 0.5 * sum.stall_ms[3])
+    if (cause(basis, Cause::input_unsplit) >= 0.5 * basis.stall_ms[3])
       say(Advice::split_wait, fmt::format("{:.0f} ms waiting for batches whose producers left no records: the wait cannot be split into "
-                                          "retrieval and decoding — annotate the workers' read and decode", cause(sum, Cause::input_unsplit)));
+                                          "retrieval and decoding — annotate the workers' read and decode", cause(basis, Cause::input_unsplit)));
     else
       say(Advice::add_ranges, fmt::format("{:.0f} ms of stall happened outside any wait/submit range: add ranges there before concluding",
-                                          sum.stall_ms[3]));
+                                          basis.stall_ms[3]));
   }
   if (rep.coverage.confidence != "high") say(Advice::low_confidence, "confidence " + rep.coverage.confidence);
 }

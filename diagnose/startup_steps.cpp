@@ -14,20 +14,35 @@ StartupSteps find_startup_steps(const Report& rep) {
   StartupSteps out;
   if (windows.size() < 4) return out;
   std::vector<double> sorted = windows;
-  std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2), sorted.end());
   out.median_ms = sorted[sorted.size() / 2];
   if (out.median_ms <= 0) return out;
   const double slow = kStartupSlowFactor * out.median_ms;
   std::size_t lead = 0;
   while (lead < windows.size() && windows[lead] >= slow) ++lead;
   if (lead == 0 || lead * 4 > windows.size()) return out;
+  // A slow step later on makes the first ones a pattern of the run (spikes, bursts), not start-up.
   if (std::any_of(windows.begin() + static_cast<std::ptrdiff_t>(lead), windows.end(), [&](double w) { return w >= slow; })) return out;
-  const double ms = std::accumulate(windows.begin(), windows.begin() + static_cast<std::ptrdiff_t>(lead), 0.0);
-  const double total = std::accumulate(windows.begin(), windows.end(), 0.0);
-  if (ms < 0.1 * total) return out;
   out.count = static_cast<int>(lead);
-  out.ms = ms;
-  out.share = ms / total;
+  out.ms = std::accumulate(windows.begin(), windows.begin() + static_cast<std::ptrdiff_t>(lead), 0.0);
+  out.share = out.ms / std::accumulate(windows.begin(), windows.end(), 0.0);
+  return out;
+}
+
+RunSummary after_startup(const RunSummary& sum, const Report& rep, const StartupSteps& startup) {
+  RunSummary out = sum;
+  int left = startup.count;
+  for (const StepDiagnosis& s : rep.steps) {
+    if (left == 0) break;
+    if (s.warmup) continue;
+    --left;
+    for (std::size_t c = 0; c < s.class_ms.size(); ++c) out.stall_ms[c] -= s.class_ms[c];
+    for (const CauseShare& c : s.causes) out.cause_ms[static_cast<std::size_t>(c.cause)] -= c.ms;
+    out.steady_window_ms -= s.window_ms;
+    out.steady_busy_ms -= s.busy_ms;
+    out.steady_stall_ms -= s.stall_ms;
+    out.steady_steps--;
+  }
   return out;
 }
 

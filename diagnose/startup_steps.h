@@ -1,25 +1,32 @@
 // Internal: start-up counted as steady state — the first steps of a run that no warm-up set aside and
-// that took many times a typical step (lazy initialisation, cuDNN autotuning, the loader's first
-// batches). recommend.cpp says so and names the warm-up that sets them aside: every total over the
-// steady window (its stall shares, "the input keeps up") is otherwise mostly about start-up.
+// that were slow when no later step was (lazy initialisation, cuDNN autotuning, the loader's first
+// batches). recommend.cpp names them with the warm-up that sets them aside and gives its advice on the
+// steps after them: a stall only start-up had (the first batch not yet decoded) is no reason for more
+// workers, and "the input keeps up" is about the steady steps that follow.
 #pragma once
+
+#include <cstddef>
 
 #include "stalldx/diagnose/diagnosis.h"
 
 namespace stalldx::diagnose {
 
 struct StartupSteps {
-  int count = 0;          // leading steady steps that took >= kStartupSlowFactor x the median step; 0 = none
+  int count = 0;          // leading steady steps taken as start-up; 0 = none
   double ms = 0;          // their windows together
   double median_ms = 0;   // the median steady step's window
   double share = 0;       // ms / the steady window
 };
-inline constexpr double kStartupSlowFactor = 3;
+inline constexpr double kStartupSlowFactor = 1.5;
 
-// Over the steady steps of `rep`, in step order: the leading run of steps at least kStartupSlowFactor x
-// the median step, when no later step is that slow (a slow step every few steps is a pattern of the
-// run, not start-up), they are at most a quarter of the steps, and they hold at least 10 % of the
-// steady window.
+// Over the steady steps of `rep`, in step order: the leading run of steps each at least
+// kStartupSlowFactor x the median step, when no later step is that slow (a slow step that recurs is a
+// pattern of the run — spikes, bursts — not start-up) and they are at most a quarter of the steps (of
+// at least 4). Named whatever its share of the window: its stall is left out of the advice either way.
 StartupSteps find_startup_steps(const Report& rep);
+
+// `sum`'s steady-state totals (stall by class and by cause, window, busy and stall time) without the
+// first `startup.count` steady steps of `rep`: what the advice is about.
+RunSummary after_startup(const RunSummary& sum, const Report& rep, const StartupSteps& startup);
 
 }  // namespace stalldx::diagnose

@@ -26,7 +26,7 @@ bool input_cause(Cause c) {
   return k == StallClass::retrieval || k == StallClass::decoding || c == Cause::input_unsplit;
 }
 
-UnevenInput find_uneven_input(const TraceIndex& ix, const Report& rep) {
+UnevenInput find_uneven_input(const TraceIndex& ix, const Report& rep, int skip) {
   UnevenInput u;
   double input_ms = 0, window_ms = 0, waited_make = 0, ready_make = 0;
   int waited_known = 0, ready_known = 0;
@@ -35,6 +35,10 @@ UnevenInput find_uneven_input(const TraceIndex& ix, const Report& rep) {
     if (r->role == Role::wait_batch) batch_of_step.emplace(r->step, r->batch);
   for (const StepDiagnosis& s : rep.steps) {
     if (s.warmup) continue;
+    if (skip > 0) {  // start-up
+      --skip;
+      continue;
+    }
     window_ms += s.window_ms;
     double step_input = 0;
     for (const CauseShare& c : s.causes)

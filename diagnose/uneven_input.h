@@ -23,8 +23,8 @@ struct UnevenInput {
 // no records. The one definition of "input stall" for the run's advice.
 bool input_cause(Cause c);
 
-// Over the steady steps of `rep`: who waited for input, who found a batch ready, and (where producers
-// name their batch) how long the batches of each took to make.
-UnevenInput find_uneven_input(const TraceIndex& ix, const Report& rep);
+// Over the steady steps of `rep` after the first `skip` (start-up): who waited for input, who found a
+// batch ready, and (where producers name their batch) how long the batches of each took to make.
+UnevenInput find_uneven_input(const TraceIndex& ix, const Report& rep, int skip = 0);
 
 }  // namespace stalldx::diagnose
