@@ -109,10 +109,10 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
   if (startup.count > 0) {
     const int warmup = sum.warmup_steps + startup.count;
     const std::string which = startup.count == 1
-        ? fmt::format("the first steady step took {:.0f} ms, {:.1f}x the median step ({:.1f} ms), no later step that slow",
+        ? fmt::format("the first steady step took {:.0f} ms, {:.1f}x the median step ({:.1f} ms) and slower than any later step",
                       startup.ms, startup.ms / startup.median_ms, startup.median_ms)
-        : fmt::format("the first {} steady steps took {:.0f} ms together, each at least {:.1f}x the median step ({:.1f} ms), no later "
-                      "step that slow",
+        : fmt::format("the first {} steady steps took {:.0f} ms together, each at least {:.1f}x the median step ({:.1f} ms) and "
+                      "slower than any later step",
                       startup.count, startup.ms, kStartupSlowFactor, startup.median_ms);
     const char* them = startup.count == 1 ? "it" : "them";
     say(Advice::startup_in_steady_state,

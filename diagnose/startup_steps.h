@@ -1,5 +1,5 @@
 // Internal: start-up counted as steady state — the first steps of a run that no warm-up set aside and
-// that were slow when no later step was (lazy initialisation, cuDNN autotuning, the loader's first
+// that were slower than every later step (lazy initialisation, cuDNN autotuning, the loader's first
 // batches). recommend.cpp names them with the warm-up that sets them aside and gives its advice on the
 // steps after them: a stall only start-up had (the first batch not yet decoded) is no reason for more
 // workers, and "the input keeps up" is about the steady steps that follow.
@@ -18,11 +18,13 @@ struct StartupSteps {
   double share = 0;       // ms / the steady window
 };
 inline constexpr double kStartupSlowFactor = 1.5;
+inline constexpr double kSpikeFactor = 3;
 
-// Over the steady steps of `rep`, in step order: the leading run of steps each at least
-// kStartupSlowFactor x the median step, when no later step is that slow (a slow step that recurs is a
-// pattern of the run — spikes, bursts — not start-up) and they are at most a quarter of the steps (of
-// at least 4). Named whatever its share of the window: its stall is left out of the advice either way.
+// Over the steady steps of `rep`, in step order: the longest leading run of steps each at least
+// kStartupSlowFactor x the median step and slower than every step after the run, at most a quarter of
+// the steps (of at least 4), when no later step is a spike (kSpikeFactor x the median: spikes that
+// recur are a pattern of the run, the first one included). Named whatever its share of the window: its
+// stall is left out of the advice either way.
 StartupSteps find_startup_steps(const Report& rep);
 
 // `sum`'s steady-state totals (stall by class and by cause, window, busy and stall time) without the
