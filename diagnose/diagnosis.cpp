@@ -18,16 +18,16 @@ namespace stalldx::diagnose {
 
 namespace {
 
-// The submission cause of a runtime call, from its API name (a record's name, as CUPTI reports it) and
-// the device work it launched.
+// The submission cause of a runtime call, from what its API does (the kind of its name) and the device
+// work it launched.
 Cause call_cause(const TraceIndex& ix, const RuntimeCall& c, int copies_in_step) {
-  const std::string& n = ix.trace.name(c.name);
-  if (n.find("Synchronize") != std::string::npos || n.find("EventQuery") != std::string::npos) return Cause::synchronization;
-  if (n.find("HostRegister") != std::string::npos || n.find("HostUnregister") != std::string::npos ||
-      n.find("HostAlloc") != std::string::npos || n.find("MallocHost") != std::string::npos ||
-      n.find("FreeHost") != std::string::npos || n == "cudaMalloc" || n == "cudaFree")
-    return Cause::host_allocation;
-  if (is_launch(n)) return Cause::launch_rate;
+  switch (ix.kind(c)) {
+    case ApiKind::synchronize: return Cause::synchronization;
+    case ApiKind::host_allocation:
+    case ApiKind::device_allocation: return Cause::host_allocation;
+    case ApiKind::launch: return Cause::launch_rate;
+    case ApiKind::other: break;
+  }
   if (auto it = ix.activities_by_corr.find(c.correlation); it != ix.activities_by_corr.end())
     for (std::size_t i : it->second) {
       const DeviceActivity& a = ix.trace.activities[i];

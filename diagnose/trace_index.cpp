@@ -53,14 +53,18 @@ TraceIndex::TraceIndex(const Trace& t, const Thresholds& th) : trace(t), thresho
   std::sort(unbatched_producers.begin(), unbatched_producers.end(),
             [](const HostRange* a, const HostRange* b) { return a->begin_ns < b->begin_ns; });
   for (auto& [s, r] : by_step) steps.push_back(r);
-  std::unordered_map<std::uint32_t, bool> launch_name;
+  api_kind_by_name.assign(t.names.size(), ApiKind::other);
+  std::vector<bool> classified(t.names.size(), false);
+  for (const RuntimeCall& c : t.calls)
+    if (c.name < classified.size() && !classified[c.name]) {
+      classified[c.name] = true;
+      api_kind_by_name[c.name] = api_kind(t.name(c.name));
+    }
   for (const RuntimeCall& c : t.calls)
     if (c.thread == consumer) {
       consumer_calls.push_back(&c);
       call_by_corr.emplace(c.correlation, &c);
-      auto [it, fresh] = launch_name.emplace(c.name, false);
-      if (fresh) it->second = is_launch(t.name(c.name));
-      if (it->second && c.step >= 0) {
+      if (kind(c) == ApiKind::launch && c.step >= 0) {
         Launches& l = launches_by_step[c.step];
         l.count++;
         l.host_ns += c.end_ns - c.begin_ns;
@@ -101,11 +105,6 @@ TraceIndex::TraceIndex(const Trace& t, const Thresholds& th) : trace(t), thresho
   if (t.meta.config.count("standin") && t.meta.config.at("standin") == "true") standin = true;
 
   warmup = warmup_steps(t, th);
-}
-
-bool is_launch(const std::string& n) {
-  return n == "cudaLaunchKernel" || n == "cudaLaunchKernelExC" || n == "cuLaunchKernel" || n == "cuLaunchKernelEx" ||
-         n == "cudaLaunchCooperativeKernel" || n == "cudaGraphLaunch" || n == "cuGraphLaunch" || n == "cudaLaunchDevice";
 }
 
 RecordedConfig recorded_config(const Trace& t) {
