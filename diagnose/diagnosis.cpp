@@ -26,6 +26,7 @@ Cause call_cause(const TraceIndex& ix, const RuntimeCall& c, int copies_in_step)
     case ApiKind::host_allocation:
     case ApiKind::device_allocation: return Cause::host_allocation;
     case ApiKind::launch: return Cause::launch_rate;
+    case ApiKind::copy:
     case ApiKind::other: break;
   }
   if (auto it = ix.activities_by_corr.find(c.correlation); it != ix.activities_by_corr.end())

@@ -1,5 +1,5 @@
 // CUDA API names to kinds: runtime and driver spellings, version and per-thread-stream suffixes, and the
-// calls that look alike but do something else (stream-ordered allocation, host functions, copies).
+// calls that look alike but do something else (stream-ordered allocation, host functions, memsets).
 #include <gtest/gtest.h>
 
 #include "stalldx/cuda_api.h"
@@ -33,7 +33,9 @@ TEST(CudaApi, AllocationsHostAndDeviceButNotStreamOrdered) {
 }
 
 TEST(CudaApi, CopiesQueriesAndOtherNamesAreOther) {
-  for (const char* n : {"cudaMemcpyAsync", "cuMemcpyHtoDAsync_v2", "cudaGetDevice", "cudaGetLastError", "cuDevicePrimaryCtxGetState",
+  for (const char* n : {"cudaMemcpyAsync", "cuMemcpyHtoDAsync_v2", "cudaMemcpy2DAsync", "cudaMemcpyToSymbol"})
+    EXPECT_EQ(api_kind(n), ApiKind::copy) << n;
+  for (const char* n : {"cudaMemsetAsync", "cudaGetDevice", "cudaGetLastError", "cuDevicePrimaryCtxGetState",
                         "ncclAllReduce", "aten::add_", "", "Synchronize", "cu", "cuda"})
     EXPECT_EQ(api_kind(n), ApiKind::other) << n;
 }

@@ -33,6 +33,7 @@ ApiKind api_kind(std::string_view name) {
     return ApiKind::host_allocation;
   if (any_of(s, {"Malloc", "Free", "MallocPitch", "Malloc3D", "MallocArray", "MemAlloc", "MemFree", "MemAllocPitch"}))
     return ApiKind::device_allocation;
+  if (s.starts_with("Memcpy")) return ApiKind::copy;
   return ApiKind::other;
 }
 

@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "json_runs.h"
+#include "stalldx/cuda_api.h"
 #include "stalldx/record/merge.h"
 #include "stalldx/trace_io.h"
 
@@ -62,9 +63,10 @@ std::int64_t int_arg(const element& args, const char* key, std::int64_t fallback
   return fallback;
 }
 
-bool is_copy_call(std::string_view n) { return n.find("Memcpy") != std::string_view::npos || n.find("memcpy") != std::string_view::npos; }
+bool is_copy_call(std::string_view n) { return api_kind(n) == ApiKind::copy; }
 bool is_sync_call(std::string_view n) {
-  return n.find("Synchronize") != std::string_view::npos || is_copy_call(n);  // a D2H copy waits for the device
+  const ApiKind k = api_kind(n);
+  return k == ApiKind::synchronize || k == ApiKind::copy;  // a D2H copy waits for the device
 }
 
 struct ViewHash {

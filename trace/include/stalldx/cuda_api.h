@@ -15,7 +15,8 @@ enum class ApiKind : std::uint8_t {
   host_allocation,    // allocates, frees, pins or unpins host memory (cudaHostAlloc, cuMemHostRegister, ...)
   device_allocation,  // allocates or frees device memory synchronously (cudaMalloc, cuMemFree_v2, ...; not the
                       // stream-ordered *Async ones)
-  other,              // everything else (copies are judged by the device records they made)
+  copy,               // cudaMemcpy*, cuMemcpy* (the diagnosis judges a copy by the device records it made)
+  other,              // everything else
 };
 
 ApiKind api_kind(std::string_view name);
