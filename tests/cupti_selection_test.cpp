@@ -16,3 +16,27 @@ TEST(CuptiSelection, WorkCallsAreLaunchesCopiesSetsWaitsAndAllocations) {
     EXPECT_TRUE(stalldx::cuda::state_query(n)) << n;
   for (const char* n : {"cudaLaunchKernel", "cudaMemcpyAsync", "cudaStreamSynchronize"}) EXPECT_FALSE(stalldx::cuda::state_query(n)) << n;
 }
+
+// Over every callback name this CUPTI knows (read without a device): a call is a state query or work or
+// neither, never both; the waits, launches and copies PyTorch makes are all work.
+TEST(CuptiSelection, EveryCallbackNameHasOneReading) {
+  std::size_t names = 0, work = 0, queries = 0;
+  for (CUpti_CallbackDomain domain : {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API}) {
+    const CUpti_CallbackId end = domain == CUPTI_CB_DOMAIN_DRIVER_API ? static_cast<CUpti_CallbackId>(CUPTI_DRIVER_TRACE_CBID_SIZE)
+                                                                      : static_cast<CUpti_CallbackId>(CUPTI_RUNTIME_TRACE_CBID_SIZE);
+    for (CUpti_CallbackId id = 1; id < end; ++id) {
+      const char* n = nullptr;
+      if (cuptiGetCallbackName(domain, id, &n) != CUPTI_SUCCESS || n == nullptr) continue;
+      ++names;
+      const bool w = stalldx::cuda::work_call(n), q = stalldx::cuda::state_query(n);
+      EXPECT_FALSE(w && q) << n;
+      work += w;
+      queries += q;
+    }
+  }
+  EXPECT_GT(names, 500u);
+  EXPECT_GT(work, 100u);
+  EXPECT_GT(queries, 100u);
+  for (const char* n : {"cudaLaunchKernel_v7000", "cuLaunchKernel", "cudaStreamSynchronize_v3020", "cudaMemcpyAsync_v3020", "cuMemHostUnregister"})
+    EXPECT_TRUE(stalldx::cuda::work_call(n)) << n;
+}

@@ -1,17 +1,15 @@
 // Which CUDA API calls get a CUPTI activity record (api_selection.h).
 #include "api_selection.h"
 
+#include "stalldx/cuda_api.h"
+
 namespace stalldx::cuda {
 
-// A call that only reads state: it neither launches, copies, sets, synchronizes nor allocates. PyTorch
-// makes thousands a step (H200, eager ResNet-50, 35 steps: 229,596 cudaGetDevice, 75,856
-// cuDevicePrimaryCtxGetState, 23,072 cudaGetLastError, ... against 20,300 kernel launches). Without every_call
-// these get no record. The test is on CUPTI's own callback names, once per id at start, never per call.
-bool state_query(std::string_view name) {
-  for (std::string_view w : {"Get", "Peek", "IsCapturing", "Occupancy", "FuncSetAttribute", "FuncSetCacheConfig", "FuncSetSharedMemConfig"})
-    if (name.find(w) != std::string_view::npos) return true;
-  return false;
-}
+// A call that only reads state. PyTorch makes thousands a step (H200, eager ResNet-50, 35 steps: 229,596
+// cudaGetDevice, 75,856 cuDevicePrimaryCtxGetState, 23,072 cudaGetLastError, ... against 20,300 kernel
+// launches). Without every_call these get no record. Read from CUPTI's own callback names through the
+// project's one reading of API names (stalldx/cuda_api.h), once per id at start, never per call.
+bool state_query(std::string_view name) { return api_kind(name) == ApiKind::state_query; }
 
 namespace {
 // Sets activity records on or off for every id of `domain` whose CUPTI callback name `selects`; the
@@ -37,19 +35,7 @@ std::size_t set_records(CUpti_CallbackDomain domain, bool (*selects)(std::string
 // 2026-12-03, and cost no less: this way is the one measured.)
 std::size_t skip_state_queries(CUpti_CallbackDomain domain) { return set_records(domain, &state_query, false); }
 
-bool work_call(std::string_view name) {
-  std::string_view stem = name;
-  for (std::string_view p : {"cuda", "cu64", "cu"})
-    if (stem.starts_with(p)) {
-      stem.remove_prefix(p.size());
-      break;
-    }
-  if (stem.starts_with("Graph") && !stem.starts_with("GraphLaunch")) return false;  // graph building, not work
-  for (std::string_view p : {"Launch", "GraphLaunch", "Memcpy", "Memset", "StreamWaitEvent", "EventQuery", "StreamQuery", "Malloc", "MemAlloc",
-                             "Free", "MemFree", "HostAlloc", "MemHostAlloc", "HostRegister", "MemHostRegister"})
-    if (stem.starts_with(p)) return true;
-  return stem.find("Synchronize") != std::string_view::npos;
-}
+bool work_call(std::string_view name) { return is_work(api_kind(name)); }
 
 std::size_t record_work_calls(CUpti_CallbackDomain domain, bool on) { return set_records(domain, &work_call, on); }
 

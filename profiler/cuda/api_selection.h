@@ -16,7 +16,8 @@ bool state_query(std::string_view name);
 // enabled. Returns how many callback ids were turned off.
 std::size_t skip_state_queries(CUpti_CallbackDomain domain);
 // True for a runtime or driver API callback name of a call that launches, copies, sets, synchronizes,
-// waits on or polls an event or stream, or allocates (cudaLaunchKernel, cuLaunchKernelEx, cuMemcpyAsync, cudaMalloc, ...).
+// waits on or polls an event or stream, or allocates, frees, pins or unpins memory (cudaLaunchKernel,
+// cuLaunchKernelEx, cuMemcpyAsync, cudaMalloc, cuMemHostUnregister, ...): stalldx::is_work(api_kind(name)).
 bool work_call(std::string_view name);
 // Turns activity records for one domain's work calls on (or back off) one by one, its activity kind
 // left off: the other calls then pass without CUPTI's record keeping. Returns how many ids it set.
