@@ -45,6 +45,14 @@ struct Loop {
     a.bytes = 1 << 20;
     t.activities.push_back(a);
   }
+  // Step k from time t: it waits `wait` ms for batch k (the caller adds the batch's producer range),
+  // then launches a `kernel_ms` kernel. Returns when the next step begins.
+  double waiting_step(std::int64_t k, double t, double wait, double kernel_ms) {
+    range(Role::step, "step", t, t + wait + 0.2, k, k);
+    range(Role::wait_batch, "wait_batch", t, t + wait, k, k);
+    call("cudaLaunchKernel", t + wait, t + wait + 0.1, k, ActivityKind::kernel, "k", t + wait + 0.1, t + wait + 0.1 + kernel_ms);
+    return t + wait + 0.1 + kernel_ms;
+  }
 };
 
 // Each step waits 15 ms on batch k produced by a `role` range with cpu/wall `cpu` (and run-queue delay /
@@ -53,11 +61,8 @@ Trace input_loop(Role role, double cpu, const std::map<std::string, std::string>
   Loop l(config, cpus);
   double t = 0;
   for (int k = 0; k < 12; ++k) {
-    l.range(Role::step, "step", t, t + 15.2, k, k);
-    l.range(Role::wait_batch, "wait_batch", t, t + 15, k, k);
     l.range(role, role == Role::decode ? "decode" : "read", t, t + 15, -1, k, 1, 15 * cpu, runq < 0 ? -1 : 15 * runq);
-    l.call("cudaLaunchKernel", t + 15, t + 15.1, k, ActivityKind::kernel, "k", t + 15.1, t + 35.1);
-    t += 35.1;
+    t = l.waiting_step(k, t, 15, 20);
   }
   return l.t;
 }
@@ -255,12 +260,9 @@ Trace bursty_loop(int long_waits, bool spikes = false) {
   for (int k = 0; k < 24; ++k) {
     const bool waits = k % 4 == 0 && k / 4 < long_waits;
     const double wait = waits ? 200 : 0.05;
-    l.range(Role::step, "step", t, t + wait + 0.2, k, k);
-    l.range(Role::wait_batch, "wait_batch", t, t + wait, k, k);
     if (waits) l.range(Role::retrieval, "read", t - 600, t + wait, -1, k, 1, 40);
     else l.range(Role::retrieval, "read", spikes ? t - 20 : t - 800, t - 1, -1, k, 1, spikes ? 1 : 40);
-    l.call("cudaLaunchKernel", t + wait, t + wait + 0.1, k, ActivityKind::kernel, "k", t + wait + 0.1, t + wait + 20.1);
-    t += wait + 20.1;
+    t = l.waiting_step(k, t, wait, 20);
   }
   return l.t;
 }
@@ -322,11 +324,8 @@ Trace startup_loop(int slow, bool periodic = false, double wait_ms = 400, int st
   double t = 0;
   for (int k = 0; k < steps; ++k) {
     const double wait = k < slow || (periodic && k % 6 == 0) ? wait_ms : k == steps / 2 && hiccup_ms > 0 ? hiccup_ms : 0.05;
-    l.range(Role::step, "step", t, t + wait + 0.2, k, k);
-    l.range(Role::wait_batch, "wait_batch", t, t + wait, k, k);
     l.range(Role::decode, "decode", wait > 1 ? t : t - 20, wait > 1 ? t + wait : t - 1, -1, k, 1, wait > 1 ? 0.9 * wait : 18);
-    l.call("cudaLaunchKernel", t + wait, t + wait + 0.1, k, ActivityKind::kernel, "k", t + wait + 0.1, t + wait + 30.1);
-    t += wait + 30.1;
+    t = l.waiting_step(k, t, wait, 30);
   }
   return l.t;
 }
