@@ -26,15 +26,7 @@ Cause call_cause(const TraceIndex& ix, const RuntimeCall& c, int copies_in_step)
     case ApiKind::host_allocation:
     case ApiKind::device_allocation: return Cause::host_allocation;
     case ApiKind::launch: return Cause::launch_rate;
-    case ApiKind::copy:  // judged by the device records it made, below
-    case ApiKind::host_function:
-    case ApiKind::set:
-    case ApiKind::stream_wait:
-    case ApiKind::poll:
-    case ApiKind::ordered_allocation:
-    case ApiKind::managed_allocation:
-    case ApiKind::state_query:
-    case ApiKind::other: break;
+    default: break;  // a copy is judged by the device records it made, below
   }
   if (auto it = ix.activities_by_corr.find(c.correlation); it != ix.activities_by_corr.end())
     for (std::size_t i : it->second) {

@@ -17,6 +17,15 @@ namespace stalldx::diagnose {
 namespace {
 double cause(const RunSummary& s, Cause c) { return s.cause_ms[static_cast<std::size_t>(c)]; }
 
+// Adds one steady step's stall (by class and by cause), window, busy and stall time to `s`'s totals.
+void add_totals(RunSummary& s, const StepDiagnosis& step) {
+  for (std::size_t c = 0; c < step.class_ms.size(); ++c) s.stall_ms[c] += step.class_ms[c];
+  for (const CauseShare& c : step.causes) s.cause_ms[static_cast<std::size_t>(c.cause)] += c.ms;
+  s.steady_window_ms += step.window_ms;
+  s.steady_busy_ms += step.busy_ms;
+  s.steady_stall_ms += step.stall_ms;
+}
+
 // Producers' cpu/wall over the steady-state batches (ranges with CPU time only); -1 when not sampled.
 void producer_ratios(const Trace& t, const TraceIndex& ix, RunSummary& sum) {
   double r_cpu = 0, r_wall = 0, d_cpu = 0, d_wall = 0, q = 0, q_wall = 0;
@@ -62,11 +71,7 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
     if (s.warmup) { sum.warmup_steps++; continue; }
     sum.steady_steps++;
     counts[verdict_name(s.verdict, rep.coverage.standin)]++;
-    for (int c = 0; c < kClassCount; ++c) sum.stall_ms[static_cast<std::size_t>(c)] += s.class_ms[static_cast<std::size_t>(c)];
-    for (const CauseShare& c : s.causes) sum.cause_ms[static_cast<std::size_t>(c.cause)] += c.ms;
-    sum.steady_window_ms += s.window_ms;
-    sum.steady_busy_ms += s.busy_ms;
-    sum.steady_stall_ms += s.stall_ms;
+    add_totals(sum, s);
     if (s.launch.launches > 0) {
       ++launch_steps;
       launches += s.launch.launches;
@@ -103,9 +108,15 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
     return;
   }
   // Start-up counted as steady state is named with the warm-up that sets it aside; the advice is about
-  // the steps after it (`basis`): the totals printed include it.
+  // the steps after it (`basis`, their totals): the totals printed include it.
   const StartupSteps startup = find_startup_steps(rep);
-  const RunSummary basis = after_startup(sum, rep, startup);
+  RunSummary basis;
+  int startup_left = startup.count;
+  for (const StepDiagnosis& s : rep.steps) {
+    if (s.warmup) continue;
+    if (startup_left > 0) --startup_left;
+    else add_totals(basis, s);
+  }
   if (startup.count > 0) {
     const int warmup = sum.warmup_steps + startup.count;
     const std::string which = startup.count == 1

@@ -36,21 +36,4 @@ StartupSteps find_startup_steps(const Report& rep) {
   return out;
 }
 
-RunSummary after_startup(const RunSummary& sum, const Report& rep, const StartupSteps& startup) {
-  RunSummary out = sum;
-  int left = startup.count;
-  for (const StepDiagnosis& s : rep.steps) {
-    if (left == 0) break;
-    if (s.warmup) continue;
-    --left;
-    for (std::size_t c = 0; c < s.class_ms.size(); ++c) out.stall_ms[c] -= s.class_ms[c];
-    for (const CauseShare& c : s.causes) out.cause_ms[static_cast<std::size_t>(c.cause)] -= c.ms;
-    out.steady_window_ms -= s.window_ms;
-    out.steady_busy_ms -= s.busy_ms;
-    out.steady_stall_ms -= s.stall_ms;
-    out.steady_steps--;
-  }
-  return out;
-}
-
 }  // namespace stalldx::diagnose

@@ -5,8 +5,6 @@
 // workers, and "the input keeps up" is about the steady steps that follow.
 #pragma once
 
-#include <cstddef>
-
 #include "stalldx/diagnose/diagnosis.h"
 
 namespace stalldx::diagnose {
@@ -26,9 +24,5 @@ inline constexpr double kSpikeFactor = 3;
 // recur are a pattern of the run, the first one included). Named whatever its share of the window: its
 // stall is left out of the advice either way.
 StartupSteps find_startup_steps(const Report& rep);
-
-// `sum`'s steady-state totals (stall by class and by cause, window, busy and stall time) without the
-// first `startup.count` steady steps of `rep`: what the advice is about.
-RunSummary after_startup(const RunSummary& sum, const Report& rep, const StartupSteps& startup);
 
 }  // namespace stalldx::diagnose

@@ -53,13 +53,8 @@ TraceIndex::TraceIndex(const Trace& t, const Thresholds& th) : trace(t), thresho
   std::sort(unbatched_producers.begin(), unbatched_producers.end(),
             [](const HostRange* a, const HostRange* b) { return a->begin_ns < b->begin_ns; });
   for (auto& [s, r] : by_step) steps.push_back(r);
-  api_kind_by_name.assign(t.names.size(), ApiKind::other);
-  std::vector<bool> classified(t.names.size(), false);
-  for (const RuntimeCall& c : t.calls)
-    if (c.name < classified.size() && !classified[c.name]) {
-      classified[c.name] = true;
-      api_kind_by_name[c.name] = api_kind(t.name(c.name));
-    }
+  api_kind_by_name.reserve(t.names.size());
+  for (std::uint32_t id = 0; id < t.names.size(); ++id) api_kind_by_name.push_back(api_kind(t.name(id)));
   for (const RuntimeCall& c : t.calls)
     if (c.thread == consumer) {
       consumer_calls.push_back(&c);

@@ -35,7 +35,7 @@ struct TraceIndex {
   int warmup = 0;
   struct Launches { int count = 0; std::int64_t host_ns = 0, first_ns = INT64_MAX, last_ns = 0; };
   std::unordered_map<std::int64_t, Launches> launches_by_step;   // consumer's kernel launch calls (by call.step)
-  std::vector<ApiKind> api_kind_by_name;  // by name id: the kind of each runtime call's name (api_kind, once per name)
+  std::vector<ApiKind> api_kind_by_name;  // by name id: api_kind of every name, read once
 
   explicit TraceIndex(const Trace& t, const Thresholds& th);
   ApiKind kind(const RuntimeCall& c) const { return c.name < api_kind_by_name.size() ? api_kind_by_name[c.name] : ApiKind::other; }

@@ -52,9 +52,11 @@ ApiKind api_kind(std::string_view name) {
   if (is_one_of(s, {"HostAlloc", "MallocHost", "FreeHost", "HostRegister", "HostUnregister", "MemHostAlloc", "MemAllocHost", "MemFreeHost",
                     "MemHostRegister", "MemHostUnregister"}))
     return ApiKind::host_allocation;
-  if (contains_one_of(s, {"Async"}) && starts_with_one_of(s, {"Malloc", "Free", "MemAlloc", "MemFree"})) return ApiKind::ordered_allocation;
-  if (is_one_of(s, {"MallocManaged", "MemAllocManaged"})) return ApiKind::managed_allocation;
-  if (starts_with_one_of(s, {"Malloc", "Free", "MemAlloc", "MemFree"})) return ApiKind::device_allocation;
+  if (starts_with_one_of(s, {"Malloc", "Free", "MemAlloc", "MemFree"})) {
+    if (s.find("Async") != std::string_view::npos) return ApiKind::ordered_allocation;
+    if (is_one_of(s, {"MallocManaged", "MemAllocManaged"})) return ApiKind::managed_allocation;
+    return ApiKind::device_allocation;
+  }
   return ApiKind::other;
 }
 
