@@ -28,7 +28,7 @@ Action add_record_command(CLI::App& app) {
       "record", "run any program unmodified, record its NVTX ranges and CUDA activity (injection), and diagnose every step");
   sub->add_option("--trace", a->options.trace, "where to write the merged trace")->capture_default_str();
   sub->add_option("--roles", a->roles, "TOML file mapping range names to roles ([[role]] match = \"regex\", role = \"...\")");
-  sub->add_option("--step", a->step, "regular expression: ranges whose names match are steps");
+  sub->add_option("--step", a->step, "regular expression, found anywhere in a range name (as grep; ^ and $ anchor): those ranges are the steps");
   sub->add_flag("--no-cuda", [a](std::int64_t) { a->options.cuda = false; },
                 "NVTX ranges only: no CUPTI records (host-side view; measures what the CUDA side costs)");
   sub->add_flag("--no-cuda-driver", [a](std::int64_t) { a->options.optional.driver = false; },
@@ -49,13 +49,8 @@ Action add_record_command(CLI::App& app) {
     // Everything the user gave is checked before CMD starts (exit 2).
     if (!a->roles.empty())
       if (Status st = record::RoleMap::load(a->roles, a->options.roles); !st.is_ok()) return fail_input("record", st);
-    if (!a->step.empty()) {
-      try {
-        a->options.step = std::regex(a->step, std::regex::ECMAScript);
-      } catch (const std::regex_error& e) {
-        return fail_input("record", Status::invalid(fmt::format("--step \"{}\" is not a regular expression: {}", a->step, e.what())));
-      }
-    }
+    if (!a->step.empty())
+      if (Status st = NamePattern::compile(a->step, "--step", a->options.step); !st.is_ok()) return fail_input("record", st);
     for (const std::string* path : {&a->options.trace, &a->svg, &a->html}) {
       if (path->empty()) continue;
       OutputCheck check{path == &a->svg ? "SVG" : path == &a->html ? "HTML report" : "trace"};

@@ -303,6 +303,7 @@ Status read_kineto(const std::string& text, const RoleMap& roles, Trace& out, Ki
   // Steps, then the host work of each step that no annotation covers: in a PyTorch loop the main thread
   // is waiting for data, synchronizing, or issuing the step's device work — a step-long `submit` range
   // under the mapped ones (innermost wins) says the last.
+  infer_steps(out);
   const std::uint64_t demoted = assign_steps(out);
   std::map<std::int64_t, std::int64_t> launches_in_step;
   for (const RuntimeCall& c : out.calls)

@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "stalldx/record/part_format.h"
+#include "stalldx/record/step_inference.h"
 #include "stalldx/trace_io.h"
 
 namespace stalldx::record {
@@ -110,7 +111,12 @@ Status read_ranges(const fs::path& path, const ProcessParts& p, const RoleMap& r
     rep.dropped += h->dropped;
     rep.unbalanced_pops += h->unbalanced_pops;
     const auto* recs = reinterpret_cast<const PartRange*>(h + 1);
-    std::unordered_map<std::uint32_t, std::uint32_t> interned;
+    // Per distinct (name, domain) of this part: its interned id and role, matched once.
+    struct Known {
+      std::uint32_t id;
+      Role role;
+    };
+    std::unordered_map<std::uint64_t, Known> known;
     for (std::uint64_t i = 0; i < n; ++i) {
       const PartRange& r = recs[i];
       if (r.begin_ns <= 0) continue;
@@ -120,7 +126,7 @@ Status read_ranges(const fs::path& path, const ProcessParts& p, const RoleMap& r
       if (out.end_ns == 0) {  // never closed: ends when the recording ended (its CPU fields hold begin values)
         rep.unclosed++;
         out.end_ns = std::max(o.end_ns, out.begin_ns);
-      } else if (r.kind == PartRangeKind::push_pop) {
+      } else if (r.kind != PartRangeKind::start_end) {
         out.cpu_ns = r.cpu_ns >= 0 ? std::min(r.cpu_ns, r.end_ns - r.begin_ns) : -1;
         out.runq_ns = r.runq_ns >= 0 ? std::min(r.runq_ns, r.end_ns - r.begin_ns) : -1;
         any_cpu = any_cpu || out.cpu_ns >= 0;
@@ -128,17 +134,21 @@ Status read_ranges(const fs::path& path, const ProcessParts& p, const RoleMap& r
       if (out.end_ns < out.begin_ns) continue;
       out.thread = lane;
       out.batch = r.payload >= 0 ? r.payload : -1;
-      auto nit = p.names.find(r.name);
-      const std::string& name = nit == p.names.end() ? std::string() : nit->second;
-      auto dit = p.domains.find(r.domain);
-      const std::string domain = dit == p.domains.end() ? std::string() : dit->second;
-      auto [it, fresh] = interned.emplace(r.name, 0);
-      if (fresh) it->second = t.intern(name.empty() ? fmt::format("nvtx#{}", r.name) : name);
-      out.name = it->second;
-      if (o.step && std::regex_match(name, *o.step)) out.role = Role::step;
-      else if (domain == "stalldx" && r.category >= 1 && r.category <= static_cast<std::uint32_t>(kRoleCount))
-        out.role = static_cast<Role>(r.category - 1);  // stalldx's own NVTX mirror: the category is the role
-      else out.role = roles.match(name, domain).value_or(Role::user);
+      const std::uint64_t key = (std::uint64_t{r.name} << 32) | r.domain;
+      auto [it, fresh] = known.emplace(key, Known{});
+      if (fresh) {
+        auto nit = p.names.find(r.name);
+        const std::string& name = nit == p.names.end() ? std::string() : nit->second;
+        auto dit = p.domains.find(r.domain);
+        const std::string domain = dit == p.domains.end() ? std::string() : dit->second;
+        it->second.id = t.intern(name.empty() ? fmt::format("nvtx#{}", r.name) : name);
+        const bool own = domain == kStalldxDomain && r.category >= 1 && r.category <= static_cast<std::uint32_t>(kRoleCount);
+        if (!o.step.empty() && o.step.found_in(name)) it->second.role = Role::step;
+        else if (own) it->second.role = static_cast<Role>(r.category - 1);  // stalldx's own NVTX (mirror, Python hook): the category is the role
+        else it->second.role = roles.match(name, domain).value_or(Role::user);
+      }
+      out.name = it->second.id;
+      out.role = it->second.role;
       t.ranges.push_back(out);
       rep.ranges++;
     }
@@ -319,6 +329,7 @@ Status merge_parts(const std::string& dir, const RoleMap& roles, const MergeOpti
   }
   for (const HostRange& r : out.ranges) procs[out.threads[r.thread].pid].info.ranges++;
   for (auto& [pid, p] : procs) rep.processes.push_back(p.info);
+  rep.steps = infer_steps(out);
   rep.demoted_steps = assign_steps(out);
   out.meta.dropped_host = rep.dropped;
   std::int64_t origin = INT64_MAX;

@@ -4,6 +4,7 @@
 #define TOML_EXCEPTIONS 0
 #include <fmt/format.h>
 
+#include <cctype>
 #include <toml++/toml.h>
 
 #include "stalldx/trace_io.h"
@@ -14,53 +15,88 @@ namespace {
 struct Default {
   const char* pattern;
   Role role;
+  bool on_word_form;
 };
+// Word-form rules are anchored on the whole label; `N` lets numbers follow ("step 12", "fwd_3").
+#define N "(_\\d+)*_$"
 // Order matters: specific before general.
 constexpr Default kDefaults[] = {
-    // stalldx's own role names (a program annotated with them, or the reference pipeline under record)
-    {"step|train_step", Role::step},
-    {"wait_batch|wait_for_batch|next_batch", Role::wait_batch},
-    {"read_file|retrieval|read|load_file|fetch", Role::retrieval},
-    {"decode_transform|decode|transform|augment|preprocess", Role::decode},
-    {"collate|collate_fn", Role::collate},
-    {"submit|h2d|copy_to_device|to_device", Role::submit},
-    {"sync|synchronize", Role::sync},
-    // PyTorch
-    {"ProfilerStep#\\d+", Role::step},
-    {"enumerate\\(DataLoader\\)#.*__next__|DataLoader.*__next__|dataloader_next", Role::wait_batch},
-    {"Optimizer\\.step#.*|Optimizer\\.zero_grad#.*", Role::submit},  // the optimizer's kernels are the step's device work
-    {"aten::copy_|aten::to|aten::_to_copy", Role::submit},
-    {"cudaStreamSynchronize|cudaDeviceSynchronize|aten::item|aten::_local_scalar_dense", Role::sync},
+    // PyTorch (torch.profiler op names, matched as they are)
+    {"^ProfilerStep#\\d+$", Role::step, false},
+    {"^enumerate\\(DataLoader\\)#.*__next__|DataLoader.*__next__", Role::wait_batch, false},
+    {"^Optimizer\\.(step|zero_grad)#", Role::submit, false},  // the optimizer's kernels are the step's device work
+    {"^aten::(copy_|to|_to_copy)$", Role::submit, false},
+    {"^(cudaStreamSynchronize|cudaDeviceSynchronize|aten::item|aten::_local_scalar_dense)$", Role::sync, false},
     // NVIDIA DALI
-    {"\\[DALI\\].*Read.*|.*FileReader.*|.*readers__File.*", Role::retrieval},
-    {".*ImageDecoder.*|.*decoders__Image.*|\\[DALI\\].*(Decode|Resize|Crop|Normalize).*", Role::decode},
-    // The seed's `data_load` (batch retrieval + transfer in one range) stays unmapped on purpose: the
-    // diagnosis finds the copies inside it and says the wait cannot be split.
+    {"^\\[DALI\\].*Read|FileReader|readers__File", Role::retrieval, false},
+    {"ImageDecoder|decoders__Image|^\\[DALI\\].*(Decode|Resize|Crop|Normalize)", Role::decode, false},
     // NCCL's own NVTX ranges (NCCL_NVTX) and MPI profiling wrappers
-    {"nccl(AllReduce|ReduceScatter|AllGather|Broadcast|Reduce)|MPI_(Allreduce|Reduce_scatter|Allgather|Bcast)", Role::collective},
-    // common loop annotations
-    {"(train_)?iter(ation)?(_\\d+)?|batch_\\d+", Role::step},
-    {"__getitem__|getitem|load_sample", Role::decode},
-    {"forward|backward|optimizer_step|loss", Role::user},
+    {"^(nccl(AllReduce|ReduceScatter|AllGather|Broadcast|Reduce)|MPI_(Allreduce|Reduce_scatter|Allgather|Bcast))$", Role::collective, false},
+    // The words of loop annotations, in any case and joining. The seed's `data_load` (batch retrieval +
+    // transfer in one range) matches none on purpose: the diagnosis finds the copies inside it and says
+    // the wait cannot be split.
+    {"^_(train(ing)?_)?(step|iter|iteration)" N, Role::step, true},
+    {"^_(batch|train(ing)?_batch)_\\d+_$", Role::step, true},
+    {"^_(data_?wait|wait_?(for_)?(data|batch|input)|data_?loader(_iter(ator)?)?(_next)?|next_?batch|get_?batch|fetch(_batch|_data)?|"
+     "load_?batch|input(_wait)?)" N,
+     Role::wait_batch, true},
+    {"^_(h_?2_?d|to_?(device|gpu|cuda)|copy_?to_?(device|gpu|cuda)|transfer|memcpy|submit)" N, Role::submit, true},
+    {"^_((model|net|train(ing)?)_)?(forward|backward|fwd|bwd|optimizer(_step)?|optim(izer)?_step|opt_step|loss(_backward)?)(_pass)?" N,
+     Role::compute, true},
+    {"^_(sync|synchronize|cuda_synchronize|device_sync(hronize)?)" N, Role::sync, true},
+    {"^_(read(_file|_image|_sample|_bytes)?|load(_file|_image|_bytes)?|retrieval|fetch_sample)" N, Role::retrieval, true},
+    {"^_(decode(_transform)?|transforms?|augment(ation)?|preprocess(ing)?|get_?item|load_sample)" N, Role::decode, true},
+    {"^_collate(_fn)?" N, Role::collate, true},
 };
+#undef N
 
-Status add_rule(RoleMap& m, std::vector<RoleRule>& rules, const std::string& pattern, const std::string& domain, Role role,
+Status add_rule(std::vector<RoleRule>& rules, std::string_view pattern, const std::string& domain, Role role, bool on_word_form,
                 const std::string& where) {
-  (void)m;
-  RoleRule r{pattern, domain, role, {}};
-  try {
-    r.re = std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
-  } catch (const std::regex_error& e) {
-    return Status::invalid(fmt::format("{}: match = \"{}\" is not a regular expression: {}", where, pattern, e.what()));
-  }
+  RoleRule r;
+  r.domain = domain;
+  r.role = role;
+  r.on_word_form = on_word_form;
+  if (Status st = NamePattern::compile(pattern, fmt::format("{}: match", where), r.pattern); !st.is_ok()) return st;
   rules.push_back(std::move(r));
   return Status::ok();
 }
+
+enum class CharKind { other, lower, upper, digit };
+CharKind kind_of(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  if (std::islower(u)) return CharKind::lower;
+  if (std::isupper(u)) return CharKind::upper;
+  if (std::isdigit(u)) return CharKind::digit;
+  return CharKind::other;
+}
 }  // namespace
+
+std::string word_form(std::string_view name) {
+  constexpr std::size_t kLongest = 256;
+  if (name.size() > kLongest) return "";
+  std::string out = "_";
+  CharKind prev = CharKind::other;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    const CharKind k = kind_of(name[i]);
+    if (k == CharKind::other) {
+      prev = k;
+      continue;
+    }
+    const CharKind next = i + 1 < name.size() ? kind_of(name[i + 1]) : CharKind::other;
+    const bool boundary = prev == CharKind::other || (prev == CharKind::lower && k == CharKind::upper) ||
+                          (prev == CharKind::upper && k == CharKind::upper && next == CharKind::lower) ||
+                          ((prev == CharKind::digit) != (k == CharKind::digit));
+    if (boundary && out.back() != '_') out += '_';
+    out += static_cast<char>(std::tolower(static_cast<unsigned char>(name[i])));
+    prev = k;
+  }
+  if (out.back() != '_') out += '_';
+  return out;
+}
 
 RoleMap RoleMap::defaults() {
   RoleMap m;
-  for (const Default& d : kDefaults) (void)add_rule(m, m.rules_, d.pattern, "", d.role, "built-in");
+  for (const Default& d : kDefaults) (void)add_rule(m.rules_, d.pattern, "", d.role, d.on_word_form, "built-in");
   return m;
 }
 
@@ -95,9 +131,9 @@ Status RoleMap::parse(const std::string& text, const std::string& origin, RoleMa
       if (!role) return Status::invalid(fmt::format("{}: [[role]] needs role = \"...\"", where));
       const auto r = role_from_name(*role);
       if (!r)
-        return Status::invalid(fmt::format("{}: role = \"{}\" is not a role (step, wait_batch, retrieval, decode, collate, submit, sync, user)",
+        return Status::invalid(fmt::format("{}: role = \"{}\" is not a role (step, wait_batch, retrieval, decode, collate, submit, sync, compute, user)",
                                            where, *role));
-      if (Status st = add_rule(out, user, *match, domain.value_or(""), *r, where); !st.is_ok()) return st;
+      if (Status st = add_rule(user, *match, domain.value_or(""), *r, false, where); !st.is_ok()) return st;
     }
   }
   user.insert(user.end(), std::make_move_iterator(out.rules_.begin()), std::make_move_iterator(out.rules_.end()));
@@ -111,10 +147,16 @@ Status RoleMap::load(const std::string& path, RoleMap& out) {
   return parse(text, path, out);
 }
 
-std::optional<Role> RoleMap::match(const std::string& name, const std::string& domain) const {
+std::optional<Role> RoleMap::match(std::string_view name, std::string_view domain) const {
+  std::string words;  // made on the first word-form rule only
+  bool have_words = false;
   for (const RoleRule& r : rules_) {
     if (!r.domain.empty() && r.domain != domain) continue;
-    if (std::regex_match(name, r.re)) return r.role;
+    if (r.on_word_form && !have_words) {
+      words = word_form(name);
+      have_words = true;
+    }
+    if (r.pattern.found_in(r.on_word_form ? std::string_view(words) : name)) return r.role;
   }
   return std::nullopt;
 }

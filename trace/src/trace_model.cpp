@@ -7,7 +7,7 @@ namespace stalldx {
 
 namespace {
 constexpr std::array<std::string_view, kRoleCount> kRoleNames = {
-    "step", "wait_batch", "retrieval", "decode", "collate", "submit", "sync", "user", "collective"};
+    "step", "wait_batch", "retrieval", "decode", "collate", "submit", "sync", "user", "collective", "compute"};
 constexpr std::array<const char*, 9> kKindNames = {"kernel", "memcpy_h2d", "memcpy_d2h", "memcpy_d2d", "memcpy_other",
                                                    "memset", "sync", "overhead", "standin"};
 constexpr std::array<const char*, 6> kMemNames = {"none", "pinned", "pageable", "device", "managed", "unknown"};

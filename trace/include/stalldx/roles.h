@@ -17,8 +17,9 @@ enum class Role : std::uint8_t {
   sync,        // host blocked on device completion or an in-flight limit
   user,        // anything else the author wants on the timeline
   collective,  // a rank's part in a collective (all-reduce) with the other ranks: from its call to its return
+  compute,     // the host issuing the step's device work (forward, backward, optimizer): not a wait of its own
 };
-inline constexpr int kRoleCount = 9;
+inline constexpr int kRoleCount = 10;
 
 std::string_view role_name(Role role) noexcept;
 std::optional<Role> role_from_name(std::string_view name) noexcept;

@@ -4,10 +4,10 @@
 #pragma once
 
 #include <optional>
-#include <regex>
 #include <string>
 #include <vector>
 
+#include "stalldx/name_pattern.h"
 #include "stalldx/record/part_format.h"
 #include "stalldx/record/merge.h"
 #include "stalldx/record/role_map.h"
@@ -23,7 +23,7 @@ struct RecordOptions {
   std::string trace = "stalldx-record.json";
   std::string inject_library;             // libstalldx_inject.so
   record::RoleMap roles = record::RoleMap::defaults();
-  std::optional<std::regex> step;         // names matching it are steps
+  NamePattern step;                       // --step: names it is found in are steps (empty: none)
   bool keep_parts = false;                // leave the parts directory (its path is in the result)
   bool cuda = true;                       // false: NVTX ranges only, no CUPTI (CUDA_INJECTION64_PATH unset)
   record::OptionalCudaRecords optional;  // CUPTI driver API / synchronization records (both by default)

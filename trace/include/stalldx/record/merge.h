@@ -6,11 +6,12 @@
 
 #include <cstdint>
 #include <optional>
-#include <regex>
 #include <string>
 #include <vector>
 
+#include "stalldx/name_pattern.h"
 #include "stalldx/record/role_map.h"
+#include "stalldx/record/step_inference.h"
 #include "stalldx/status.h"
 #include "stalldx/trace_model.h"
 
@@ -29,10 +30,11 @@ struct MergeReport {
   std::uint64_t ranges = 0, unclosed = 0, unbalanced_pops = 0, dropped = 0, unreadable_parts = 0;
   std::uint64_t demoted_steps = 0;  // step-role ranges off the consumer thread or nested in another step
   std::vector<std::string> problems;  // one line each, naming the file
+  StepEvidence steps;                  // which rule found the steps (step_inference.h)
 };
 
 struct MergeOptions {
-  std::optional<std::regex> step;  // --step: names matching it are steps (before the role map)
+  NamePattern step;        // --step (search semantics): names it is found in are steps (before the role map); empty = none
   std::int64_t end_ns = 0;         // when recording ended: the end given to ranges never closed
 };
 

@@ -22,6 +22,11 @@ inline constexpr std::uint64_t kPartMagic = 0x31746170786c6c73ull;  // "sllxpat1
 inline constexpr std::uint32_t kPartVersion = 3;
 inline constexpr std::uint32_t kPartRangeCapacity = 1u << 20;  // per thread; beyond it ranges are dropped and counted
 inline constexpr const char* kRecordDirEnv = "STALLDX_RECORD_DIR";
+// stalldx's own NVTX domain (the profiler's mirror, the Python hook): a range's category is its role + 1.
+inline constexpr const char* kStalldxDomain = "stalldx";
+// The name the Python hook gives one iteration of a loop over a DataLoader (from one __next__ to the
+// next): the step boundary of a program with no step ranges of its own (record/step_inference.h).
+inline constexpr const char* kPythonLoopStepName = "DataLoader loop iteration";
 // Which optional CUPTI records the injection enables (`stalldx record --no-cuda-driver / --no-cuda-sync /
 // --cuda-every-call`): a comma list of "driver" (driver API calls), "sync" (synchronization activity) and
 // "every-call" (state queries too: cudaGetLastError, cudaFuncGetAttributes, ...), "none" for none of them;
@@ -56,7 +61,8 @@ struct PartHeader {
   std::uint64_t reserved[8];
 };
 
-enum class PartRangeKind : std::uint32_t { push_pop = 0, start_end = 1 };
+// complete: written whole, after the fact, with its CPU time and run-queue delay (the Python hook).
+enum class PartRangeKind : std::uint32_t { push_pop = 0, start_end = 1, complete = 2 };
 
 struct PartRange {
   std::int64_t begin_ns;            // CLOCK_MONOTONIC

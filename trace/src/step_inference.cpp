@@ -1,0 +1,239 @@
+#include "stalldx/record/step_inference.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "stalldx/record/part_format.h"
+
+namespace stalldx::record {
+
+namespace {
+
+constexpr std::array<const char*, 5> kRuleNames = {"none", "named", "numbered_family", "python_loop", "cuda_period"};
+
+std::string thread_label(const Trace& t, std::uint32_t lane) {
+  if (lane >= t.threads.size()) return fmt::format("lane {}", lane);
+  const ThreadInfo& th = t.threads[lane];
+  return th.pid != 0 ? fmt::format("thread '{}' (pid {}, tid {})", th.name, th.pid, th.os_tid) : fmt::format("thread '{}'", th.name);
+}
+
+// The lane whose runtime calls launched most device work; -1 when no call launched any.
+std::int64_t launching_lane(const Trace& t) {
+  std::unordered_set<std::uint64_t> with_work;
+  for (const DeviceActivity& a : t.activities)
+    if (a.correlation != 0 && is_device_work(a.kind)) with_work.insert(a.correlation);
+  std::map<std::uint32_t, std::size_t> per_lane;
+  for (const RuntimeCall& c : t.calls)
+    if (with_work.count(c.correlation)) per_lane[c.thread]++;
+  std::int64_t best = -1;
+  std::size_t most = 0;
+  for (auto& [lane, n] : per_lane)
+    if (n > most) { most = n; best = lane; }
+  return best;
+}
+
+// "iter 12" -> "iter #": the name with each run of digits masked; empty when it has no digit.
+std::string masked(const std::string& name) {
+  std::string out;
+  bool digits = false, any = false;
+  for (char c : name) {
+    const bool d = c >= '0' && c <= '9';
+    if (d && !digits) out += '#';
+    if (!d) out += c;
+    digits = d;
+    any = any || d;
+  }
+  return any ? out : std::string();
+}
+
+struct Family {
+  std::uint32_t lane = 0;
+  std::string key;
+  std::vector<HostRange*> ranges;
+  std::int64_t covered_ns = 0;
+  std::string refused;  // why it cannot be the steps (empty: it can)
+};
+
+std::vector<Family> numbered_families(Trace& t) {
+  std::map<std::pair<std::uint32_t, std::string>, Family> by_key;
+  std::unordered_map<std::uint32_t, std::string> mask_of;  // per name id, computed once
+  for (HostRange& r : t.ranges) {
+    if (r.role != Role::user) continue;  // a range with a phase role (a wait, a copy) is not a step candidate
+    auto [it, fresh] = mask_of.emplace(r.name, std::string());
+    if (fresh) it->second = masked(t.name(r.name));
+    if (it->second.empty()) continue;
+    Family& f = by_key[{r.thread, it->second}];
+    f.lane = r.thread;
+    f.key = it->second;
+    f.ranges.push_back(&r);
+  }
+  std::vector<Family> out;
+  for (auto& [k, f] : by_key) {
+    if (f.ranges.size() < static_cast<std::size_t>(kMinFamily)) continue;
+    std::sort(f.ranges.begin(), f.ranges.end(), [](const HostRange* a, const HostRange* b) { return a->begin_ns < b->begin_ns; });
+    std::unordered_set<std::uint32_t> names;
+    for (std::size_t i = 0; i < f.ranges.size(); ++i) {
+      names.insert(f.ranges[i]->name);
+      f.covered_ns += f.ranges[i]->end_ns - f.ranges[i]->begin_ns;
+      if (i > 0 && f.ranges[i]->begin_ns < f.ranges[i - 1]->end_ns && f.refused.empty()) f.refused = "its ranges overlap";
+    }
+    if (names.size() < 2 && f.refused.empty()) f.refused = "every one carries the same number";
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+void add_step_ranges(Trace& t, std::uint32_t lane, const std::vector<std::int64_t>& starts, std::int64_t last_end, const std::string& name) {
+  const std::uint32_t id = t.intern(name);
+  for (std::size_t i = 0; i < starts.size(); ++i) {
+    HostRange r;
+    r.begin_ns = starts[i];
+    r.end_ns = i + 1 < starts.size() ? starts[i + 1] : std::max(last_end, starts[i]);
+    r.thread = lane;
+    r.name = id;
+    r.role = Role::step;
+    t.ranges.push_back(r);
+  }
+}
+
+// Rule 4: the period of the launching thread's CUDA activity.
+bool cuda_period(Trace& t, StepEvidence& ev) {
+  const std::int64_t lane = launching_lane(t);
+  if (lane < 0) return false;
+  std::unordered_map<std::uint64_t, const RuntimeCall*> call_of;
+  std::int64_t last_call_end = 0;
+  for (const RuntimeCall& c : t.calls)
+    if (c.thread == static_cast<std::uint32_t>(lane)) {
+      call_of.emplace(c.correlation, &c);
+      last_call_end = std::max(last_call_end, c.end_ns);
+    }
+  // Host-to-device copies by size: the largest size that recurs is the batch.
+  std::map<std::uint64_t, std::vector<std::int64_t>, std::greater<>> copies_by_bytes;
+  std::map<std::uint32_t, std::vector<std::int64_t>> kernels_by_name;
+  for (const DeviceActivity& a : t.activities) {
+    auto it = call_of.find(a.correlation);
+    if (a.correlation == 0 || it == call_of.end()) continue;
+    if (a.kind == ActivityKind::memcpy_h2d) copies_by_bytes[a.bytes].push_back(it->second->begin_ns);
+    else if (a.kind == ActivityKind::kernel) kernels_by_name[a.name].push_back(it->second->begin_ns);
+  }
+  std::vector<std::int64_t> starts;
+  for (auto& [bytes, begins] : copies_by_bytes)
+    if (begins.size() >= static_cast<std::size_t>(kMinFamily)) {
+      starts = begins;
+      ev.found = fmt::format("one step per {}-byte host-to-device copy issued by {} ({} copies)", bytes, thread_label(t, lane), begins.size());
+      break;
+    }
+  if (starts.empty()) {
+    // The kernel that recurs least often but at a steady pace (every gap after the first within 0.5-2x
+    // the median): once per iteration.
+    std::size_t fewest = SIZE_MAX;
+    for (auto& [name, begins] : kernels_by_name) {
+      if (begins.size() < static_cast<std::size_t>(kMinFamily) || begins.size() >= fewest) continue;
+      std::sort(begins.begin(), begins.end());
+      std::vector<std::int64_t> gaps;
+      for (std::size_t i = 2; i < begins.size(); ++i) gaps.push_back(begins[i] - begins[i - 1]);
+      std::vector<std::int64_t> sorted = gaps;
+      std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2), sorted.end());
+      const double median = static_cast<double>(sorted[sorted.size() / 2]);
+      if (median <= 0) continue;
+      if (std::all_of(gaps.begin(), gaps.end(), [&](std::int64_t g) { return g >= 0.5 * median && g <= 2 * median; })) {
+        fewest = begins.size();
+        starts = begins;
+        ev.found = fmt::format("one step per launch of kernel '{}' by {} ({} launches at a steady pace)", t.name(name).substr(0, 80),
+                               thread_label(t, lane), begins.size());
+      }
+    }
+  }
+  if (starts.empty()) return false;
+  std::sort(starts.begin(), starts.end());
+  starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+  add_step_ranges(t, static_cast<std::uint32_t>(lane), starts, last_call_end, "step (inferred from CUDA activity)");
+  return true;
+}
+
+}  // namespace
+
+const char* step_rule_name(StepRule rule) { return kRuleNames[static_cast<int>(rule)]; }
+bool step_rule_from_name(std::string_view name, StepRule& out) {
+  for (std::size_t i = 0; i < kRuleNames.size(); ++i)
+    if (name == kRuleNames[i]) { out = static_cast<StepRule>(i); return true; }
+  return false;
+}
+
+StepEvidence infer_steps(Trace& t) {
+  StepEvidence ev;
+  // The Python hook's iterations: steps only when nothing the program itself said marks them.
+  std::vector<HostRange*> loop_iterations;
+  std::size_t named = 0;
+  std::map<std::string, std::size_t> named_names;
+  for (HostRange& r : t.ranges) {
+    if (r.role != Role::step) continue;
+    if (t.name(r.name) == kPythonLoopStepName) loop_iterations.push_back(&r);
+    else { ++named; if (named_names.size() < 3) named_names[t.name(r.name)]++; }
+  }
+  const auto demote_loop = [&] {
+    for (HostRange* r : loop_iterations) r->role = Role::user;
+  };
+  if (named > 0) {
+    ev.rule = StepRule::named;
+    std::string names;
+    for (auto& [n, c] : named_names) names += fmt::format("{}'{}'", names.empty() ? "" : ", ", n.substr(0, 60));
+    ev.found = fmt::format("{} ranges named as steps ({}{})", named, names, named_names.size() >= 3 ? ", ..." : "");
+    ev.how_to_override = "--step REGEX picks other ranges; a roles file ([[role]] role = \"user\") unmaps a name";
+    demote_loop();
+  } else {
+    std::vector<Family> families = numbered_families(t);
+    const std::int64_t lane = launching_lane(t);
+    const bool on_launcher = std::any_of(families.begin(), families.end(), [&](const Family& f) {
+      return f.refused.empty() && static_cast<std::int64_t>(f.lane) == lane;
+    });
+    Family* best = nullptr;
+    for (Family& f : families) {
+      if (!f.refused.empty()) continue;
+      if (on_launcher && static_cast<std::int64_t>(f.lane) != lane) {
+        f.refused = "not on the thread that launches most device work";
+        continue;
+      }
+      if (best == nullptr || f.covered_ns > best->covered_ns ||
+          (f.covered_ns == best->covered_ns && f.ranges.size() > best->ranges.size()))
+        best = &f;
+    }
+    if (best != nullptr) {
+      ev.rule = StepRule::numbered_family;
+      ev.found = fmt::format("'{}' on {}: {} ranges, {:.1f} ms in all", best->key.substr(0, 60), thread_label(t, best->lane),
+                             best->ranges.size(), static_cast<double>(best->covered_ns) / 1e6);
+      for (HostRange* r : best->ranges) r->role = Role::step;
+      for (const Family& f : families)
+        if (&f != best)
+          ev.passed_over.push_back(fmt::format("'{}' on {} ({} ranges, {:.1f} ms): {}", f.key.substr(0, 60), thread_label(t, f.lane),
+                                               f.ranges.size(), static_cast<double>(f.covered_ns) / 1e6,
+                                               f.refused.empty() ? "covers less time" : f.refused));
+      ev.how_to_override = "--step REGEX (found anywhere in the name, as grep) names the step ranges";
+      demote_loop();
+    } else {
+      for (const Family& f : families)
+        ev.passed_over.push_back(fmt::format("'{}' on {} ({} ranges): {}", f.key.substr(0, 60), thread_label(t, f.lane), f.ranges.size(), f.refused));
+      if (!loop_iterations.empty()) {
+        ev.rule = StepRule::python_loop;
+        ev.found = fmt::format("{} iterations of the loop over a DataLoader (the Python hook)", loop_iterations.size());
+        ev.how_to_override = "--step REGEX names your own step ranges; --no-python-hook turns the hook off";
+      } else if (cuda_period(t, ev)) {
+        ev.rule = StepRule::cuda_period;
+        ev.how_to_override = "no range marks the steps: put one around each iteration (torch.cuda.nvtx.range_push/pop, nvtxRangePush) "
+                             "or pass --step REGEX";
+      } else {
+        ev.how_to_override = "name the ranges around each iteration 'step N' or 'iter N', or pass --step REGEX";
+      }
+    }
+  }
+  t.meta.config["steps_rule"] = step_rule_name(ev.rule);
+  t.meta.config["steps_found_by"] = ev.rule == StepRule::none ? std::string("no rule found steps") : ev.found;
+  return ev;
+}
+
+}  // namespace stalldx::record
