@@ -17,7 +17,7 @@ namespace {
 struct RecordArgs {
   tasks::RecordOptions options;
   std::string roles, step, svg, html;
-  bool json = false, no_summaries = false;
+  bool json = false, no_summaries = false, no_python_hook = false;
   diagnose::Thresholds th;
 };
 }  // namespace
@@ -37,6 +37,8 @@ Action add_record_command(CLI::App& app) {
                 "no CUPTI synchronization records (lighter; the sync calls themselves are still recorded)");
   sub->add_flag("--cuda-every-call", [a](std::int64_t) { a->options.optional.every_call = true; },
                 "record CUDA calls that only query state too (cudaGetLastError, cudaFuncGetAttributes, ...: heavier)");
+  sub->add_flag("--no-python-hook", a->no_python_hook,
+                "do not load the PyTorch hook into Python programs (it marks DataLoader waits, loader work and loop iterations)");
   sub->add_flag("--keep-parts", a->options.keep_parts, "keep the per-process part files (their folder is printed)");
   sub->add_flag("--json", a->json, "print the report as JSON");
   sub->add_option("--svg", a->svg, "write a per-step busy + stall chart as SVG");
@@ -57,6 +59,7 @@ Action add_record_command(CLI::App& app) {
       if (Status st = check_output_path(*path, check); !st.is_ok()) return fail_input("record", st);
     }
     a->options.inject_library = tasks::find_inject_library("");
+    if (!a->no_python_hook) a->options.python_hook_dir = tasks::find_python_hook("");
     tasks::RecordResult r;
     if (Status st = tasks::run_record(a->options, r, &stop_flag()); !st.is_ok()) return fail("record", st);
     note("{}", tasks::record_summary_text(r));

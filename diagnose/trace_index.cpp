@@ -6,6 +6,9 @@
 namespace stalldx::diagnose {
 
 namespace {
+// A loader's work on a batch: reading it, decoding + transforming it, assembling it (collate, pinning).
+bool is_producer(Role r) { return r == Role::retrieval || r == Role::decode || r == Role::collate; }
+
 // own[i] = ranges[i]'s run-queue delay minus that of the sampled ranges directly nested in it (one
 // thread's ranges nest; a partial overlap is treated as not nested). -1 where the range was not sampled.
 void own_runq(const std::vector<const HostRange*>& ranges, std::vector<std::int64_t>& own) {
@@ -43,9 +46,9 @@ TraceIndex::TraceIndex(const Trace& t, const Thresholds& th) : trace(t), thresho
     if (r.thread == consumer && !step_threads.empty()) {
       consumer_ranges.push_back(&r);
       if (r.role == Role::step && r.step >= 0) by_step.emplace(r.step, &r);
-    } else if ((r.role == Role::retrieval || r.role == Role::decode) && r.batch >= 0) {
+    } else if (is_producer(r.role) && r.batch >= 0) {
       producer_by_batch[r.batch].push_back(&r);
-    } else if (r.role == Role::retrieval || r.role == Role::decode) {
+    } else if (is_producer(r.role)) {
       unbatched_producers.push_back(&r);
       unbatched_longest_ns = std::max(unbatched_longest_ns, r.end_ns - r.begin_ns);
     }

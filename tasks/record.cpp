@@ -41,6 +41,32 @@ std::string find_inject_library(const std::string& exe) {
   return "";
 }
 
+std::string find_python_hook(const std::string& exe) {
+  if (const char* env = std::getenv("STALLDX_PYTHON_HOOK_DIR"); env != nullptr && *env != '\0') return env;
+  std::error_code ec;
+  const fs::path self = fs::canonical(exe.empty() ? fs::path("/proc/self/exe") : fs::path(exe), ec);
+  if (ec) return "";
+  const fs::path dir = self.parent_path();
+  for (const fs::path& p : {dir / ".." / "profiler" / "python", dir / ".." / "share" / "stalldx" / "python", dir / "stalldx_python"})
+    if (fs::exists(p / "sitecustomize.py", ec)) return fs::weakly_canonical(p, ec).string();
+  return "";
+}
+
+namespace {
+// The hook's environment: its folder first on PYTHONPATH (the user's entries kept after it), the library
+// it records through, and the role numbers and step name it writes (one definition: roles.h, part_format.h).
+void add_python_hook_env(const RecordOptions& o, ChildOptions& co) {
+  if (o.python_hook_dir.empty()) return;
+  const char* user = std::getenv("PYTHONPATH");
+  co.env.push_back({"PYTHONPATH", user != nullptr && *user != '\0' ? o.python_hook_dir + ":" + user : o.python_hook_dir});
+  co.env.push_back({"STALLDX_PY_INJECT", o.inject_library});
+  std::string roles;
+  for (int i = 0; i < kRoleCount; ++i) roles += fmt::format("{}{}:{}", i ? "," : "", role_name(static_cast<Role>(i)), i);
+  co.env.push_back({"STALLDX_PY_ROLES", roles});
+  co.env.push_back({"STALLDX_PY_STEP_NAME", record::kPythonLoopStepName});
+}
+}  // namespace
+
 Status run_record(const RecordOptions& o, RecordResult& r, const StopFlag* stop) {
   r = RecordResult{};
   if (o.command.empty()) return Status::invalid("record: no command after --");
@@ -61,6 +87,7 @@ Status run_record(const RecordOptions& o, RecordResult& r, const StopFlag* stop)
     co.env.push_back({"CUDA_INJECTION64_PATH", o.inject_library});
     co.env.push_back({record::kRecordCudaEnv, record::cuda_records_env(o.optional)});
   }
+  add_python_hook_env(o, co);
   const Status st = run_child(o.command, co, r.child, stop);
   const std::int64_t ended = monotonic_ns();
   if (!st.is_ok()) {
@@ -103,11 +130,15 @@ std::string record_summary_text(const RecordResult& r) {
   const auto& m = r.merge;
   s += fmt::format("stalldx record: {} process{} seen, {} ranges\n", m.processes.size(), m.processes.size() == 1 ? "" : "es", m.ranges);
   for (const record::RecordedProcess& p : m.processes)
-    s += fmt::format("  pid {} (parent {}): {} thread{}, {} ranges{} — {}\n", p.pid, p.ppid, p.threads, p.threads == 1 ? "" : "s", p.ranges,
-                     p.cuda_records ? ", CUDA records" : p.used_cuda ? ", CUDA used, records lost" : "", p.command);
+    s += fmt::format("  pid {} (parent {}): {} thread{}, {} ranges{}{} — {}\n", p.pid, p.ppid, p.threads, p.threads == 1 ? "" : "s", p.ranges,
+                     p.cuda_records ? ", CUDA records" : p.used_cuda ? ", CUDA used, records lost" : "",
+                     p.python_hook.empty() ? "" : fmt::format(", Python hook: {}", p.python_hook), p.command);
   if (m.unclosed) s += fmt::format("  {} ranges never closed (ended at the end of the recording)\n", m.unclosed);
   if (m.unbalanced_pops) s += fmt::format("  {} NVTX pops without a push (ignored)\n", m.unbalanced_pops);
   if (m.dropped) s += fmt::format("  {} ranges dropped (a thread's part full, or nested deeper than 256)\n", m.dropped);
+  s += fmt::format("  steps: {}\n", m.steps.rule == record::StepRule::none ? "none found" : m.steps.found);
+  for (const std::string& p : m.steps.passed_over) s += fmt::format("    passed over: {}\n", p);
+  if (!m.steps.how_to_override.empty()) s += fmt::format("    to choose otherwise: {}\n", m.steps.how_to_override);
   if (m.demoted_steps) s += fmt::format("  {} step ranges off the consumer thread or nested in another step (kept as user ranges)\n", m.demoted_steps);
   for (const std::string& p : m.problems) s += "  " + p + "\n";
   if (!r.cuda_records_complete) s += fmt::format("  CUDA records: {}\n", r.trace.meta.config.at("cuda_records"));

@@ -312,6 +312,35 @@ std::uint64_t start(std::uint32_t name, std::uint32_t domain, std::uint32_t cate
   return reinterpret_cast<std::uint64_t>(append(*t, name, domain, category, PartRangeKind::start_end, payload));
 }
 
+void complete(std::uint32_t name, std::uint32_t domain, std::uint32_t category, std::int64_t payload, std::int64_t begin_ns,
+              std::int64_t end_ns, std::int64_t cpu_ns, std::int64_t runq_ns) noexcept {
+  ThreadState* t = thread_part();
+  if (t == nullptr || begin_ns <= 0 || end_ns < begin_ns) return;
+  PartRange* r = append(*t, name, domain, category, PartRangeKind::complete, payload);
+  if (r == nullptr) return;
+  r->begin_ns = begin_ns;
+  r->cpu_ns = cpu_ns;
+  r->runq_ns = runq_ns;
+  __atomic_store_n(&r->end_ns, end_ns, __ATOMIC_RELEASE);
+}
+
+void thread_clocks(std::int64_t& now, std::int64_t& cpu, std::int64_t& runq) noexcept {
+  ThreadState* t = thread_part();
+  now = now_ns();
+  cpu = thread_cpu_ns();
+  runq = t != nullptr ? thread_runq_ns(t->schedstat_fd) : -1;
+}
+
+void note_python_hook(std::string_view text) noexcept {
+  if (!enabled()) return;
+  try {
+    std::unique_lock<std::mutex> lock;
+    ProcessState& s = process_locked_ready(lock);
+    write_line(s.names_fd, 'h', 0, text);
+  } catch (...) {
+  }
+}
+
 void end(std::uint64_t id) noexcept {
   if (id == 0) return;
   // The record lives in a mapping that is never unmapped: valid for the life of the process.

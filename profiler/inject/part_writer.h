@@ -26,6 +26,15 @@ bool pop() noexcept;
 std::uint64_t start(std::uint32_t name, std::uint32_t domain, std::uint32_t category, std::int64_t payload = -1) noexcept;
 void end(std::uint64_t id) noexcept;
 
+// A range written whole after the fact (the Python hook measures its own begin/end on CLOCK_MONOTONIC
+// and the thread's CPU time and run-queue delay inside it; -1 = not measured).
+void complete(std::uint32_t name, std::uint32_t domain, std::uint32_t category, std::int64_t payload, std::int64_t begin_ns,
+              std::int64_t end_ns, std::int64_t cpu_ns, std::int64_t runq_ns) noexcept;
+// The calling thread's CLOCK_MONOTONIC, CPU time and run-queue delay (ns; runq -1 where unavailable).
+void thread_clocks(std::int64_t& now, std::int64_t& cpu, std::int64_t& runq) noexcept;
+// One line of this process's names file saying what the Python hook did ('h' lines: "torch 2.11 patched").
+void note_python_hook(std::string_view text) noexcept;
+
 // The record directory (empty when disabled).
 const char* record_dir() noexcept;
 

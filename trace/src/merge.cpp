@@ -71,6 +71,7 @@ void read_names(const fs::path& path, ProcessParts& p, MergeReport& rep) {
     if (kind == 'n') p.names[static_cast<std::uint32_t>(id)] = std::move(value);
     else if (kind == 'd') p.domains[static_cast<std::uint32_t>(id)] = std::move(value);
     else if (kind == 't') p.thread_names[id] = std::move(value);
+    else if (kind == 'h') p.info.python_hook += (p.info.python_hook.empty() ? "" : "; ") + value;
   }
 }
 

@@ -27,6 +27,9 @@ struct RecordOptions {
   bool keep_parts = false;                // leave the parts directory (its path is in the result)
   bool cuda = true;                       // false: NVTX ranges only, no CUPTI (CUDA_INJECTION64_PATH unset)
   record::OptionalCudaRecords optional;  // CUPTI driver API / synchronization records (both by default)
+  // The Python hook (profiler/python): its folder goes first on CMD's PYTHONPATH, so any Python that CMD
+  // runs marks its DataLoader's waits, loader work and loop iterations. Empty: no hook.
+  std::string python_hook_dir;
 };
 
 struct RecordResult {
@@ -44,6 +47,10 @@ struct RecordResult {
 // The injection library next to `exe` (build tree: ../profiler/inject/, installed: ../lib/), or
 // $STALLDX_INJECT_LIBRARY; empty when none exists.
 std::string find_inject_library(const std::string& exe);
+
+// The Python hook's folder next to `exe` (build tree: ../profiler/python/, installed:
+// ../share/stalldx/python/), or $STALLDX_PYTHON_HOOK_DIR; empty when none exists.
+std::string find_python_hook(const std::string& exe);
 
 // Runs, merges, writes `options.trace` (marked interrupted when CMD was killed or stopped). An error is
 // returned only for what stops the recording itself (no parts directory, trace not writable); CMD's

@@ -23,6 +23,7 @@ struct RecordedProcess {
   std::size_t threads = 0, ranges = 0;
   bool used_cuda = false;      // the CUDA injection started in it
   bool cuda_records = false;   // and it wrote its CUPTI part (it exited normally)
+  std::string python_hook;     // what the Python hook said it did there ("torch 2.11: DataLoader patched"); empty: not loaded
 };
 
 struct MergeReport {

@@ -1,0 +1,410 @@
+# The zero-change PyTorch hook of `stalldx record` (DESIGN.md "The Python hook"). Armed at start-up by
+# the sitecustomize shim beside it; it patches torch.utils.data when the program imports it — never
+# imports torch itself — and records, through the injection library's C entry points (ctypes), complete
+# ranges in NVTX domain "stalldx" with their role:
+#   - the loop: each DataLoader iterator's __next__ is a wait for a batch (wait_batch, payload = the
+#     batch id) and one iteration, from a __next__ to the next, is a step (the step boundary);
+#   - the loader's work on a batch, in workers (fork or spawn, persistent or not) or in the loop itself
+#     (num_workers=0): the fetch split into retrieval (time in reads of files opened during the fetch,
+#     and time blocked off-CPU outside them: storage, network, sleeps), decode (the rest: decoding and
+#     transforms) and collate; payload = the same batch id;
+#   - the pin-memory thread's copies (collate role, no batch id), copies of tensors to a GPU (submit).
+# A batch id is (iterator << 40) | (epoch << 24) | index, the same number in the loop and in the worker.
+# Clocks: time.monotonic_ns() is CLOCK_MONOTONIC, stalldx's clock. Every patch falls back to the
+# original on any error of its own: the program must behave exactly as without the hook.
+import builtins
+import ctypes
+import io
+import itertools
+import os
+import sys
+import threading
+import time
+
+_lib = None
+_ROLE = {}
+_STEP_NAME = "DataLoader loop iteration"
+_names = {}  # name -> id in this process's names file (cleared in a forked child)
+_clock_buf = None
+_serials = itertools.count(0)  # the first iterator's batch ids are its plain indices
+_orig = {}
+_local = threading.local()  # per thread: the active fetch's read/collate counters
+
+
+def _clocks():
+    _lib.stalldx_py_clocks(_clock_buf)
+    return _clock_buf[0], _clock_buf[1], _clock_buf[2]
+
+
+def _name(text):
+    i = _names.get(text)
+    if i is None:
+        i = _lib.stalldx_py_name(text.encode("utf-8", "replace"))
+        _names[text] = i
+    return i
+
+
+def _emit(name, role, payload, begin, end, cpu=-1, runq=-1):
+    _lib.stalldx_py_range(_name(name), _ROLE[role], payload, begin, end, cpu, runq)
+
+
+def _batch_id(serial, epoch, index):
+    return (serial << 40) | ((epoch & 0xFFFF) << 24) | (index & 0xFFFFFF)
+
+
+# ---- file reads during a fetch ------------------------------------------------------------------
+class _TimedFileIO(io.FileIO):
+    """A file opened for reading during a fetch: the wall and CPU time of its reads go to the fetch."""
+
+    def _timed(self, fn, *a):
+        acc = getattr(_local, "reads", None)
+        if acc is None:
+            return fn(*a)
+        w0, c0 = time.monotonic_ns(), time.thread_time_ns()
+        try:
+            return fn(*a)
+        finally:
+            acc[0] += time.monotonic_ns() - w0
+            acc[1] += time.thread_time_ns() - c0
+
+    def readinto(self, b):
+        return self._timed(io.FileIO.readinto, self, b)
+
+    def readall(self):
+        return self._timed(io.FileIO.readall, self)
+
+    def read(self, size=-1):
+        return self._timed(io.FileIO.read, self, size)
+
+
+def _open(file, mode="r", buffering=-1, encoding=None, errors=None, newline=None, closefd=True, opener=None):
+    acc = getattr(_local, "reads", None)
+    if acc is None or not isinstance(mode, str) or any(c in mode for c in "wax+") or isinstance(file, int):
+        return _orig["open"](file, mode, buffering, encoding, errors, newline, closefd, opener)
+    w0, c0 = time.monotonic_ns(), time.thread_time_ns()
+    try:
+        raw = _TimedFileIO(file, "r", closefd, opener=opener)
+    finally:
+        acc[0] += time.monotonic_ns() - w0
+        acc[1] += time.thread_time_ns() - c0
+    try:
+        if "b" in mode:
+            if buffering == 0:
+                return raw
+            return io.BufferedReader(raw, io.DEFAULT_BUFFER_SIZE if buffering in (-1, 1) else buffering)
+        buffered = io.BufferedReader(raw, io.DEFAULT_BUFFER_SIZE if buffering in (-1, 0, 1) else buffering)
+        return io.TextIOWrapper(buffered, encoding, errors, newline, line_buffering=buffering == 1)
+    except Exception:
+        raw.close()
+        raise
+
+
+# ---- the loader's work on one batch -------------------------------------------------------------
+def _current_batch():
+    return getattr(_local, "batch", -1)
+
+
+def _timed_collate(fn):
+    def collate(data):
+        acc = getattr(_local, "collate", None)
+        if acc is None:
+            return fn(data)
+        w0, c0 = time.monotonic_ns(), time.thread_time_ns()
+        try:
+            return fn(data)
+        finally:
+            acc[0] += time.monotonic_ns() - w0
+            acc[1] += time.thread_time_ns() - c0
+
+    return collate
+
+
+def _fetch_patch(orig_fetch):
+    def fetch(self, possibly_batched_index):
+        if getattr(_local, "reads", None) is not None:  # nested (a fetcher inside a dataset): counted by the outer one
+            return orig_fetch(self, possibly_batched_index)
+        batch = _current_batch()
+        reads, coll = [0, 0], [0, 0]
+        collate_fn = self.collate_fn
+        _local.reads, _local.collate = reads, coll
+        self.collate_fn = _timed_collate(collate_fn)
+        builtins.open = _open
+        t0, c0, q0 = _clocks()
+        try:
+            return orig_fetch(self, possibly_batched_index)
+        finally:
+            t1, c1, q1 = _clocks()
+            builtins.open = _orig["open"]
+            self.collate_fn = collate_fn
+            _local.reads = _local.collate = None
+            _record_fetch(batch, t0, t1, c1 - c0, (q1 - q0) if q0 >= 0 and q1 >= 0 else -1, reads, coll)
+
+    fetch._stalldx = True
+    return fetch
+
+
+def _record_fetch(batch, t0, t1, cpu, runq, reads, coll):
+    """Retrieval = reads + the time blocked off-CPU outside them; decode = the rest; then collate."""
+    wall = t1 - t0
+    queued = max(runq, 0)
+    coll_wall, coll_cpu = min(coll[0], wall), min(coll[1], cpu)
+    read_wall, read_cpu = min(reads[0], wall - coll_wall), min(reads[1], cpu)
+    rest_wall = wall - coll_wall - read_wall
+    rest_cpu = max(cpu - read_cpu - coll_cpu, 0)
+    blocked = max(rest_wall - rest_cpu - queued, 0)
+    retrieval = read_wall + blocked
+    decode_end = t1 - coll_wall
+    if retrieval > 0:
+        _emit("read (files, blocked)", "retrieval", batch, t0, t0 + retrieval, read_cpu, 0 if runq >= 0 else -1)
+    if decode_end > t0 + retrieval:
+        _emit("decode + transform", "decode", batch, t0 + retrieval, decode_end, rest_cpu, runq)
+    if coll_wall > 0:
+        _emit("collate", "collate", batch, decode_end, t1, coll_cpu, 0 if runq >= 0 else -1)
+
+
+# ---- workers --------------------------------------------------------------------------------------
+class _IndexQueue:
+    """The worker's index queue: each (index, indices) it hands out names the batch the worker builds."""
+
+    def __init__(self, queue, serial):
+        self._queue, self._serial, self._epoch = queue, serial, 0
+
+    def get(self, *a, **k):
+        r = self._queue.get(*a, **k)
+        try:
+            if isinstance(r, tuple) and len(r) == 2 and isinstance(r[0], int):
+                _local.batch = _batch_id(self._serial, self._epoch, r[0])
+            elif type(r).__name__ == "_ResumeIteration":  # persistent workers: the next epoch
+                self._epoch += 1
+        except Exception:
+            pass
+        return r
+
+    def __getattr__(self, name):
+        return getattr(self._queue, name)
+
+
+class _WorkerLoop:
+    """torch's worker loop with the index queue watched; pickled by reference for spawn workers."""
+
+    def __init__(self, serial):
+        self.serial = serial
+
+    def __call__(self, *args, **kwargs):
+        orig = _orig.get("worker_loop")
+        if orig is None:  # a spawned worker unpickles this before its own torch import is patched
+            from torch.utils.data._utils import worker
+
+            orig = worker._worker_loop
+        try:
+            if len(args) > 2:
+                args = args[:2] + (_IndexQueue(args[2], self.serial),) + args[3:]
+            elif "index_queue" in kwargs:
+                kwargs["index_queue"] = _IndexQueue(kwargs["index_queue"], self.serial)
+        except Exception:
+            pass
+        return orig(*args, **kwargs)
+
+
+# ---- the loop -------------------------------------------------------------------------------------
+def _iter_init_patch(orig_init, multiprocess):
+    def __init__(self, loader, *a, **k):
+        serial = next(_serials)
+        self._stalldx_serial = serial
+        self._stalldx_epoch = -1
+        self._stalldx_step_begin = None
+        if not multiprocess:
+            return orig_init(self, loader, *a, **k)
+        from torch.utils.data._utils import worker
+
+        worker._worker_loop = _WorkerLoop(serial)
+        try:
+            return orig_init(self, loader, *a, **k)
+        finally:
+            worker._worker_loop = _orig["worker_loop"]
+
+    return __init__
+
+
+def _reset_patch(orig_reset):
+    def _reset(self, *a, **k):
+        try:
+            self._stalldx_epoch = getattr(self, "_stalldx_epoch", -1) + 1
+            self._stalldx_step_begin = None
+        except Exception:
+            pass
+        return orig_reset(self, *a, **k)
+
+    return _reset
+
+
+def _next_patch(orig_next):
+    def __next__(self):
+        try:
+            serial = getattr(self, "_stalldx_serial", 0)
+            index = self._rcvd_idx if hasattr(self, "_rcvd_idx") else self._num_yielded
+            batch = _batch_id(serial, max(getattr(self, "_stalldx_epoch", 0), 0), index)
+            t0, c0, q0 = _clocks()
+        except Exception:
+            return orig_next(self)
+        _close_step(self, t0)  # the previous iteration ends where this wait begins
+        _local.batch = batch  # num_workers=0: the fetch runs here, for this batch
+        try:
+            data = orig_next(self)
+        except StopIteration:
+            self._stalldx_step_begin = None
+            raise
+        finally:
+            _local.batch = -1
+        t1, c1, q1 = _clocks()
+        _emit("DataLoader __next__ (wait for batch)", "wait_batch", batch, t0, t1, c1 - c0, (q1 - q0) if q0 >= 0 and q1 >= 0 else -1)
+        self._stalldx_step_begin = (t0,)
+        self._stalldx_prev_batch = batch
+        return data
+
+    return __next__
+
+
+def _close_step(it, end):
+    begin = getattr(it, "_stalldx_step_begin", None)
+    if begin is not None:
+        it._stalldx_step_begin = None
+        _emit(_STEP_NAME, "step", it._stalldx_prev_batch, begin[0], end)
+
+
+def _del_patch(orig_del):
+    # A loop left by `break` drops its iterator: the last iteration ends there.
+    def __del__(self):
+        try:
+            _close_step(self, time.monotonic_ns())
+        except Exception:
+            pass
+        if orig_del is not None:
+            orig_del(self)
+
+    return __del__
+
+
+# ---- copies -----------------------------------------------------------------------------------------
+def _pin_patch(orig_pin):
+    def pin_memory(data, *a, **k):
+        t0, c0, q0 = _clocks()
+        try:
+            return orig_pin(data, *a, **k)
+        finally:
+            t1, c1, q1 = _clocks()
+            _emit("pin_memory (pin thread)", "collate", -1, t0, t1, c1 - c0, (q1 - q0) if q0 >= 0 and q1 >= 0 else -1)
+
+    return pin_memory
+
+
+def _to_patch(orig, label):
+    def to(self, *a, **k):
+        if self.is_cuda:
+            return orig(self, *a, **k)
+        t0 = time.monotonic_ns()
+        out = orig(self, *a, **k)
+        try:
+            if out is not self and getattr(out, "is_cuda", False):
+                _emit(label, "submit", -1, t0, time.monotonic_ns())
+        except Exception:
+            pass
+        return out
+
+    return to
+
+
+# ---- installation -----------------------------------------------------------------------------------
+def _patch_torch_data():
+    from torch.utils.data import dataloader
+    from torch.utils.data._utils import fetch, pin_memory, worker
+
+    if getattr(fetch._MapDatasetFetcher.fetch, "_stalldx", False):
+        return
+    import torch
+
+    _orig["worker_loop"] = worker._worker_loop
+    for cls in (fetch._MapDatasetFetcher, fetch._IterableDatasetFetcher):
+        cls.fetch = _fetch_patch(cls.fetch)
+    base = dataloader._BaseDataLoaderIter
+    base.__next__ = _next_patch(base.__next__)
+    base._reset = _reset_patch(base._reset)
+    for cls in (dataloader._SingleProcessDataLoaderIter, dataloader._MultiProcessingDataLoaderIter):
+        cls.__del__ = _del_patch(cls.__dict__.get("__del__"))
+    single, multi = dataloader._SingleProcessDataLoaderIter, dataloader._MultiProcessingDataLoaderIter
+    single.__init__ = _iter_init_patch(single.__init__, False)
+    multi.__init__ = _iter_init_patch(multi.__init__, True)
+    pin_memory.pin_memory = _pin_patch(pin_memory.pin_memory)
+    torch.Tensor.to = _to_patch(torch.Tensor.to, "to(device)")
+    torch.Tensor.cuda = _to_patch(torch.Tensor.cuda, "cuda()")
+    _lib.stalldx_py_note(("torch %s: DataLoader patched" % torch.__version__).encode())
+
+
+class _Finder:
+    """Patches torch.utils.data right after the program's own import of it."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "torch.utils.data":
+            return None
+        sys.meta_path.remove(self)
+        try:
+            import importlib.util
+
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            pass
+        if spec is None or spec.loader is None:
+            return None
+        exec_module = spec.loader.exec_module
+
+        def exec_and_patch(module):
+            exec_module(module)
+            try:
+                _patch_torch_data()
+            except Exception as e:
+                _lib.stalldx_py_note(("torch.utils.data not patched: %r" % (e,)).encode("utf-8", "replace"))
+
+        spec.loader.exec_module = exec_and_patch
+        return spec
+
+
+def _after_fork_in_child():
+    _names.clear()
+
+
+def arm():
+    """Loads the injection library and waits for torch.utils.data. Called once, by the shim."""
+    global _lib, _clock_buf, _STEP_NAME
+    if _lib is not None:
+        return
+    path = os.environ.get("STALLDX_PY_INJECT")
+    if not path:
+        return
+    lib = ctypes.CDLL(path)
+    lib.stalldx_py_name.argtypes = [ctypes.c_char_p]
+    lib.stalldx_py_name.restype = ctypes.c_uint32
+    lib.stalldx_py_clocks.argtypes = [ctypes.POINTER(ctypes.c_int64)]
+    lib.stalldx_py_clocks.restype = None
+    lib.stalldx_py_range.argtypes = [ctypes.c_uint32, ctypes.c_uint32, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+                                     ctypes.c_int64]
+    lib.stalldx_py_range.restype = None
+    lib.stalldx_py_note.argtypes = [ctypes.c_char_p]
+    lib.stalldx_py_note.restype = None
+    if not lib.stalldx_py_enabled():
+        return
+    # The role numbers and the step name, from stalldx itself (one definition: trace/roles.h).
+    for item in os.environ.get("STALLDX_PY_ROLES", "").split(","):
+        name, _, number = item.partition(":")
+        if number.isdigit():
+            _ROLE[name] = int(number)
+    if not all(r in _ROLE for r in ("step", "wait_batch", "retrieval", "decode", "collate", "submit")):
+        return
+    _STEP_NAME = os.environ.get("STALLDX_PY_STEP_NAME", _STEP_NAME)
+    _clock_buf = (ctypes.c_int64 * 3)()
+    _lib = lib
+    _orig["open"] = builtins.open
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+    if "torch.utils.data" in sys.modules:
+        _patch_torch_data()
+    else:
+        sys.meta_path.insert(0, _Finder())

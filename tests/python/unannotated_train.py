@@ -1,0 +1,121 @@
+"""An ordinary PyTorch training script with no annotation at all: an ImageFolder-style dataset, a
+DataLoader with workers, a small model. `stalldx record` must find its steps and why it waits, with no
+flags. Knobs induce one cause at a time:
+  --slow-read-ms N   each file read waits N ms first (storage latency, off-CPU)
+  --heavy-transform N  each sample's transform burns N ms of CPU
+  --workers, --start (fork|spawn), --persistent, --pin, --iterable, --subclass, --exit-workers
+Makes its own images (--data DIR) when the folder is empty."""
+import argparse
+import os
+import sys
+import time
+
+import torch
+import torch.utils.data as tud
+from PIL import Image
+
+p = argparse.ArgumentParser()
+p.add_argument("--data", required=True)
+p.add_argument("--steps", type=int, default=40)
+p.add_argument("--batch", type=int, default=4)
+p.add_argument("--workers", type=int, default=2)
+p.add_argument("--start", default="fork")
+p.add_argument("--slow-read-ms", type=float, default=0)
+p.add_argument("--heavy-transform", type=float, default=0)
+p.add_argument("--persistent", action="store_true")
+p.add_argument("--pin", action="store_true")
+p.add_argument("--iterable", action="store_true")
+p.add_argument("--subclass", action="store_true")
+p.add_argument("--epochs", type=int, default=1)
+p.add_argument("--exit-workers", action="store_true", help="workers leave by os._exit (as some launchers do)")
+args = p.parse_args()
+
+
+def make_images(root, classes=4, per_class=40):
+    for c in range(classes):
+        d = os.path.join(root, f"class{c}")
+        os.makedirs(d, exist_ok=True)
+        for i in range(per_class):
+            Image.new("RGB", (48, 48), (c * 40, i * 5 % 255, 90)).save(os.path.join(d, f"{i}.jpg"))
+
+
+class Folder(tud.Dataset):
+    """What torchvision's ImageFolder does: a list of (path, class), PIL decode, a transform."""
+
+    def __init__(self, root):
+        self.items = []
+        for c, name in enumerate(sorted(os.listdir(root))):
+            for f in sorted(os.listdir(os.path.join(root, name))):
+                self.items.append((os.path.join(root, name, f), c))
+
+    def __len__(self):
+        return len(self.items)
+
+    def load(self, path):
+        with open(path, "rb") as f:
+            if args.slow_read_ms:
+                time.sleep(args.slow_read_ms / 1000)  # a storage that answers late
+            img = Image.open(f)
+            return img.convert("RGB")
+
+    def transform(self, img):
+        x = torch.frombuffer(bytearray(img.tobytes()), dtype=torch.uint8).float().reshape(48, 48, 3)
+        if args.heavy_transform:
+            end = time.thread_time() + args.heavy_transform / 1000
+            while time.thread_time() < end:  # an expensive augmentation
+                x = (x * 1.0001).sqrt().square()
+        return x.permute(2, 0, 1) / 255
+
+    def __getitem__(self, i):
+        path, label = self.items[i % len(self.items)]
+        return self.transform(self.load(path)), label
+
+
+class Stream(tud.IterableDataset):
+    def __init__(self, folder):
+        self.folder = folder
+
+    def __iter__(self):
+        info = tud.get_worker_info()
+        n, k = (1, 0) if info is None else (info.num_workers, info.id)
+        for i in range(k, len(self.folder), n):
+            yield self.folder[i]
+
+
+class MyLoader(tud.DataLoader):
+    pass
+
+
+def exit_now(worker_id):
+    import atexit
+
+    atexit.register(lambda: os._exit(0))
+
+
+if __name__ == "__main__":
+    if not os.path.isdir(args.data) or not os.listdir(args.data):
+        make_images(args.data)
+    torch.set_num_threads(1)
+    ds = Folder(args.data)
+    if args.iterable:
+        ds = Stream(ds)
+    cls = MyLoader if args.subclass else tud.DataLoader
+    kw = dict(batch_size=args.batch, num_workers=args.workers, pin_memory=args.pin)
+    if args.workers > 0:
+        kw.update(multiprocessing_context=args.start, persistent_workers=args.persistent)
+        if args.exit_workers:
+            kw["worker_init_fn"] = exit_now
+    loader = cls(ds, shuffle=not args.iterable, **kw)
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 48 * 48, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    done = 0
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            done += 1
+            if done >= args.steps * (epoch + 1):
+                break
+    print(f"trained {done} steps", file=sys.stderr)
