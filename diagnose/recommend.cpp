@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 
+#include "headline.h"
 #include "startup_steps.h"
 #include "summaries.h"
 #include "uneven_input.h"
@@ -103,13 +104,14 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
   if (sum.steady_steps == 0) say(Advice::record_longer, "no steady-state steps were recorded: run more steps than warm-up");
   else if (sum.steady_steps < th.short_capture_steps)
     say(Advice::record_longer, fmt::format("this capture is too short to describe steady state ({} steady steps): record more steps", sum.steady_steps));
+  // Start-up counted as steady state is named with the warm-up that sets it aside; the advice is about
+  // the steps after it (`basis`, their totals): the totals printed include it.
+  const StartupSteps startup = find_startup_steps(rep);
+  sum.headline = make_headline(rep, startup);
   if (!rep.coverage.device_records) {
     say(Advice::collect_device_records, "collect device records (CUPTI) to judge stalls against the device's timeline");
     return;
   }
-  // Start-up counted as steady state is named with the warm-up that sets it aside; the advice is about
-  // the steps after it (`basis`, their totals): the totals printed include it.
-  const StartupSteps startup = find_startup_steps(rep);
   RunSummary basis;
   int startup_left = startup.count;
   for (const StepDiagnosis& s : rep.steps) {

@@ -76,7 +76,7 @@ std::string report_html(const Report& rep, const std::string& source) {
 
   // Verdicts and advice first.
   const RunSummary& s = rep.summary;
-  out += "<section id=\"summary\"><h2>Verdict</h2><div>";
+  fmt::format_to(o, "<section id=\"summary\"><h2>Verdict</h2><p id=\"headline\"><strong>{}</strong></p><div>", esc(s.headline.text));
   for (const auto& [v, n] : s.verdict_counts) fmt::format_to(o, "<span class=\"chip {0}\">{0}: {1}</span>", esc(v), n);
   fmt::format_to(o, "</div><p>{} steady-state steps ({} warm-up reported apart); stall {:.1f} ms of {:.1f} ms windows, device busy {:.1f} ms.</p>\n",
                  s.steady_steps, s.warmup_steps, s.steady_stall_ms, s.steady_window_ms, s.steady_busy_ms);

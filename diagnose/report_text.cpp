@@ -26,6 +26,7 @@ std::string report_text(const Report& rep, bool with_summaries) {
   std::string out;
   auto o = std::back_inserter(out);
   const Coverage& c = rep.coverage;
+  fmt::format_to(o, "{}\n", rep.summary.headline.text);
   fmt::format_to(o, "stalldx diagnosis — device: {}\n", rep.device);
   fmt::format_to(o, "  coverage: host {} | cpu time {} | nvtx {} | cupti {} | device records {} | dropped host {} counters {} device {} | unmatched device {}\n",
                  c.host ? "on" : "off", c.cpu_time ? "on" : "off", c.nvtx ? "on" : "off", c.cupti ? "on" : "off",

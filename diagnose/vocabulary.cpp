@@ -81,3 +81,17 @@ const char* cause_name(Cause c) { return kCauses[static_cast<std::size_t>(c)].na
 StallClass cause_class(Cause c) { return kCauses[static_cast<std::size_t>(c)].cls; }
 
 }  // namespace stalldx::diagnose
+
+namespace stalldx::diagnose {
+const char* bound_name(Bound b, bool standin) {
+  switch (b) {
+    case Bound::unknown: return "unknown";
+    case Bound::input: return "input-bound";
+    case Bound::submission: return "submission-bound";
+    case Bound::device: return standin ? "consumer-bound" : "device-bound";
+    case Bound::unattributed: return "unattributed";
+    case Bound::loop: return "loop-bound";
+  }
+  return "?";
+}
+}  // namespace stalldx::diagnose

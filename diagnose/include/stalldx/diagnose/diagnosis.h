@@ -136,7 +136,26 @@ struct Advised {
   std::string text;
 };
 
+// What bounds the run, by share of steady time (not by counting steps): the first line of every report.
+enum class Bound : std::uint8_t {
+  unknown,       // no steady steps: nothing to say
+  input,         // the loop waited on its input (retrieval + decoding) more than on anything else
+  submission,    // the device idled on the host's CUDA calls
+  device,        // the device was busy (consumer-bound with the host stand-in)
+  unattributed,  // the device idled while the loop was outside any range that says why
+  loop,          // no device records: the loop's own work took most of its time, not its waits
+};
+const char* bound_name(Bound b, bool standin);  // "input-bound", "device-bound", ... (vocabulary.cpp)
+struct Headline {
+  Bound bound = Bound::unknown;
+  // Shares of the steady window (after start-up when start-up was found); busy is -1 without device records.
+  double input = 0, retrieval = 0, decoding = 0, submission = 0, unattributed = 0, busy = -1;
+  bool after_startup = false;
+  std::string text;  // "input-bound: the loop waited on input 86 % of steady time (retrieval 76 %, decoding 10 %)"
+};
+
 struct RunSummary {
+  Headline headline;
   int steady_steps = 0, warmup_steps = 0;
   std::vector<std::pair<std::string, int>> verdict_counts;   // over steady-state steps
   std::array<double, kClassCount> stall_ms{};                // steady-state totals by class

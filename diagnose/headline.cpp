@@ -1,0 +1,77 @@
+// The headline weighs time, not steps: a run whose loop waited on input 86 % of its steady time is
+// input-bound even when most of its steps, counted one by one, were device-bound (bursty input: a few
+// long waits, many short steps). Shares are of the steady windows after start-up.
+#include "headline.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace stalldx::diagnose {
+
+namespace {
+double pct(double share) { return 100 * share; }
+}  // namespace
+
+Headline make_headline(const Report& rep, const StartupSteps& startup) {
+  Headline h;
+  const bool device = rep.coverage.device_records;
+  double window = 0, busy = 0;
+  std::array<double, kClassCount> cls{};
+  int skip = startup.count;
+  for (const StepDiagnosis& s : rep.steps) {
+    if (s.warmup) continue;
+    if (skip > 0) { --skip; continue; }
+    window += s.window_ms;
+    busy += s.busy_ms;
+    for (int c = 0; c < kClassCount; ++c) cls[c] += s.class_ms[c];
+  }
+  if (window <= 0) {
+    h.text = rep.steps.empty() ? "no steps found: nothing to weigh" : "no steady-state steps: nothing to weigh";
+    return h;
+  }
+  h.after_startup = startup.count > 0;
+  h.retrieval = cls[static_cast<int>(StallClass::retrieval)] / window;
+  h.decoding = cls[static_cast<int>(StallClass::decoding)] / window;
+  h.submission = cls[static_cast<int>(StallClass::submission)] / window;
+  h.unattributed = cls[static_cast<int>(StallClass::unattributed)] / window;
+  h.input = h.retrieval + h.decoding;
+  const std::string of = h.after_startup ? "steady time after start-up" : "steady time";
+  const std::string split = fmt::format("retrieval {:.0f} %, decoding {:.0f} %", pct(h.retrieval), pct(h.decoding));
+  if (device) {
+    h.busy = std::min(1.0, busy / window);
+    const double top = std::max({h.busy, h.input, h.submission, h.unattributed});
+    h.bound = top == h.input ? Bound::input : top == h.busy ? Bound::device : top == h.submission ? Bound::submission : Bound::unattributed;
+  } else {
+    const double own = std::max(0.0, 1 - h.input - h.submission - h.unattributed);
+    const double top = std::max({own, h.input, h.submission});
+    h.bound = top == h.input ? Bound::input : top == h.submission ? Bound::submission : Bound::loop;
+  }
+  const char* name = bound_name(h.bound, rep.coverage.standin);
+  switch (h.bound) {
+    case Bound::input:
+      h.text = fmt::format("{}: the loop waited on input {:.0f} % of {} ({})", name, pct(h.input), of, split);
+      break;
+    case Bound::device:
+      h.text = fmt::format("{}: the {} was busy {:.0f} % of {}; the loop waited on input {:.1f} % ({})", name,
+                           rep.coverage.standin ? "consumer" : "device", pct(h.busy), of, pct(h.input), split);
+      break;
+    case Bound::submission:
+      h.text = fmt::format("{}: the {} idled on the host's CUDA calls and launches {:.0f} % of {}; input {:.1f} %", name,
+                           device ? "device" : "loop", pct(h.submission), of, pct(h.input));
+      break;
+    case Bound::unattributed:
+      h.text = fmt::format("{}: the device idled {:.0f} % of {} while the loop was outside any range that says why; input {:.1f} %",
+                           name, pct(h.unattributed), of, pct(h.input));
+      break;
+    case Bound::loop:
+      h.text = fmt::format("{}: the loop's own work took {:.0f} % of {} and it waited on input {:.1f} % ({}); no device records, so "
+                           "whether the GPU is the limit is not known",
+                           name, pct(std::max(0.0, 1 - h.input - h.submission - h.unattributed)), of, pct(h.input), split);
+      break;
+    case Bound::unknown: break;
+  }
+  return h;
+}
+
+}  // namespace stalldx::diagnose
