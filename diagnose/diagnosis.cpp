@@ -92,14 +92,20 @@ void attribute_input(const Thresholds& th, const InputSplit& s, const std::strin
   }
 }
 
-void attribute(const TraceIndex& ix, Interval gap, std::size_t& seg_cursor, StepAccumulator& acc) {
+// `host_only`: no device records, the window is the step itself (the consumer's own work is no stall).
+void attribute(const TraceIndex& ix, Interval gap, std::size_t& seg_cursor, StepAccumulator& acc, bool host_only) {
+  // Idle the consumer spent outside any wait or CUDA call, where the device's next work was launched by
+  // the consumer after the device went idle: the host set the pace (launch rate), whatever the ranges.
+  const bool paced = !host_only && ix.host_paced(gap);
+  const Cause pacing = acc.launches_in_step >= ix.thresholds.launch_bound_launches ? Cause::launch_rate : Cause::host_paced;
+  const auto outside = [&](Cause plain, const std::string& what, double d) { acc.add(paced ? pacing : plain, what, d); };
   const auto& segs = ix.segments;
   while (seg_cursor < segs.size() && segs[seg_cursor].end <= gap.begin) ++seg_cursor;
   std::int64_t t = gap.begin;
   const auto nranges = static_cast<std::int32_t>(ix.consumer_ranges.size());
   for (std::size_t i = seg_cursor; i < segs.size() && segs[i].begin < gap.end; ++i) {
     const std::int64_t b = std::max(segs[i].begin, gap.begin), e = std::min(segs[i].end, gap.end);
-    if (b > t) acc.add(Cause::outside_ranges, "", ms(b - t));
+    if (b > t) outside(Cause::outside_ranges, "", ms(b - t));
     t = std::max(t, e);
     const double d = ms(e - b);
     if (d <= 0) continue;
@@ -156,13 +162,22 @@ void attribute(const TraceIndex& ix, Interval gap, std::size_t& seg_cursor, Step
           used += static_cast<std::int64_t>(starved * 1e6);
           if (starved > 0) acc.add(Cause::consumer_starved, ix.trace.name(r.name), starved);
         }
-        if (d > starved) acc.add(Cause::unmapped_range, fmt::format("'{}' ({})", ix.trace.name(r.name), role_name(r.role)), d - starved);
+        if (d > starved) {
+          const std::string what = fmt::format("'{}' ({})", ix.trace.name(r.name), role_name(r.role));
+          // Inside the step's forward/backward/optimizer with the device idle: the host issuing work.
+          // Inside the step itself (no range of its own around that code): host-paced or unattributed. A
+          // range of unknown meaning (a user range, the seed's data_load) stays unattributed: it may hold
+          // anything, the input included.
+          if (r.role == Role::compute && !host_only) acc.add(pacing, what, d - starved);
+          else if (r.role == Role::step) outside(Cause::unmapped_range, what, d - starved);
+          else acc.add(Cause::unmapped_range, what, d - starved);
+        }
         if (r.role != Role::step && !acc.holds_both && submits_copy(ix, r)) acc.holds_both = &r;
         break;
       }
     }
   }
-  if (t < gap.end) acc.add(Cause::outside_ranges, "", ms(gap.end - t));
+  if (t < gap.end) outside(Cause::outside_ranges, "", ms(gap.end - t));
 }
 
 void decide(const Thresholds& th, const Coverage& cov, StepAccumulator& acc, StepDiagnosis& sd) {
@@ -237,6 +252,10 @@ void decide(const Thresholds& th, const Coverage& cov, StepAccumulator& acc, Ste
             "the host issued {} kernels, one every {:.1f} µs ({:.1f} µs inside each launch call), while each ran {:.1f} µs on the device: "
             "capture the step in a CUDA Graph, fuse into fewer, larger kernels, or give the launching thread a core of its own",
             sd.launch.launches, sd.launch.host_us_between_launches, sd.launch.host_us_per_launch, sd.launch.device_us_per_kernel);
+      else if (!sd.causes.empty() && sd.causes.front().cause == Cause::host_paced)
+        sd.next_question = "the device waited for the loop to launch its next work (host-paced, outside any wait for input): what does "
+                           "the loop run on the CPU between kernels (torch.profiler, py-spy)? Capture the step (CUDA Graphs, torch.compile) "
+                           "or move that work off the step";
       else if (!sd.causes.empty() && sd.causes.front().cause == Cause::consumer_starved)
         sd.next_question = "the submitting thread waited for a CPU (runnable, not running) inside the step: the host is oversubscribed — "
                            "give that thread a core of its own";
@@ -366,7 +385,7 @@ Report diagnose(const Trace& t, const Thresholds& th) {
     sd.window_begin_ms = ms(window.begin - t.meta.origin_ns);
     sd.window_end_ms = ms(window.end - t.meta.origin_ns);
     sd.window_ms = ms(window.end - window.begin);
-    for (const Interval& g : idle) attribute(ix, g, seg_cursor, acc);
+    for (const Interval& g : idle) attribute(ix, g, seg_cursor, acc, !cov.device_records);
     if (!cov.device_records) {
       // Only the consumer's waits count as stall; the rest of the step is its own work.
       for (auto it = acc.causes.begin(); it != acc.causes.end();)

@@ -259,6 +259,12 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
                       sum.device_us_per_kernel,
                       known("step_kernels") ? fmt::format(" (--step-kernels {} now)", cfg.step_kernels) : "",
                       ours && cores > 0 && cfg.workers + 1 >= cores ? fmt::format(" (workers {} + consumer fill the {} cores)", cfg.workers, cores) : ""));
+    if (big(Cause::host_paced))
+      say(Advice::host_paced,
+          fmt::format("submission: {:.0f} ms with the device idle until the loop launched its next work (host-paced, outside any wait "
+                      "for input) — the loop's CPU work between kernels sets the pace: find it (torch.profiler, py-spy), capture the step "
+                      "(CUDA Graphs, torch.compile) or move that work out of the step",
+                      cause(basis, Cause::host_paced)));
   }
   if (share(StallClass::submission) >= 0.3 && cause(basis, Cause::consumer_starved) >= 0.2 * basis.stall_ms[2]) {
     const double load = std::max(host.load_1m_start, host.load_1m_end);

@@ -97,12 +97,26 @@ TraceIndex::TraceIndex(const Trace& t, const Thresholds& th) : trace(t), thresho
       if (it != call_step.end()) s = it->second;
     }
     activity_step[i] = s;
-    if (a.correlation != 0) activities_by_corr[a.correlation].push_back(i);
+    if (a.correlation != 0) {
+      activities_by_corr[a.correlation].push_back(i);
+      work_begins.emplace_back(a.begin_ns, a.correlation);
+    }
   }
   busy = merge_union(std::move(work));
+  std::sort(work_begins.begin(), work_begins.end());
   if (t.meta.config.count("standin") && t.meta.config.at("standin") == "true") standin = true;
 
   warmup = warmup_steps(t, th);
+}
+
+bool TraceIndex::host_paced(Interval gap) const {
+  // The work beginning where the gap ends (within a microsecond: a busy interval's start is some record's).
+  auto it = std::lower_bound(work_begins.begin(), work_begins.end(), std::make_pair(gap.end - 1'000, std::uint64_t{0}));
+  for (; it != work_begins.end() && it->first <= gap.end + 1'000; ++it) {
+    auto c = call_by_corr.find(it->second);
+    if (c != call_by_corr.end() && c->second->begin_ns >= gap.begin) return true;
+  }
+  return false;
 }
 
 RecordedConfig recorded_config(const Trace& t) {

@@ -27,6 +27,8 @@ struct TraceIndex {
   std::vector<Interval> busy;                         // union of device work over all streams
   std::unordered_map<std::uint64_t, std::vector<std::size_t>> activities_by_corr;
   std::unordered_map<std::uint64_t, const RuntimeCall*> call_by_corr;   // consumer's calls
+  // Device work with a launching call, by begin time: (begin_ns, correlation). For the host-paced rule.
+  std::vector<std::pair<std::int64_t, std::uint64_t>> work_begins;
   std::unordered_map<std::int64_t, std::vector<const HostRange*>> producer_by_batch;  // retrieval/decode off the consumer
   // Retrieval/decode ranges that name no batch (a recorded program's workers), by begin time; a wait is
   // split by those overlapping it. unbatched_longest_ns bounds the search back from a wait's begin.
@@ -38,6 +40,9 @@ struct TraceIndex {
   std::vector<ApiKind> api_kind_by_name;  // by name id: api_kind of every name, read once
 
   explicit TraceIndex(const Trace& t, const Thresholds& th);
+  // A device gap is host-paced (HTA's rule) when the work that ends it was launched by the consumer after
+  // the gap began: the device went idle before the host had asked for more.
+  bool host_paced(Interval gap) const;
   ApiKind kind(const RuntimeCall& c) const { return c.name < api_kind_by_name.size() ? api_kind_by_name[c.name] : ApiKind::other; }
 };
 

@@ -27,6 +27,7 @@ constexpr std::array<CauseInfo, kCauseCount> kCauses = {{
     {"consumer starved of CPU", StallClass::submission},
     {"inside a range with no stall role", StallClass::unattributed},
     {"consumer outside any range", StallClass::unattributed},
+    {"host-paced: the device idled until the loop launched its next work", StallClass::submission},
 }};
 }  // namespace
 
@@ -66,6 +67,7 @@ const char* advice_name(Advice a) {
     case Advice::pin_once: return "pin_once";
     case Advice::drop_step_sync: return "drop_step_sync";
     case Advice::launch_rate: return "launch_rate";
+    case Advice::host_paced: return "host_paced";
     case Advice::add_ranges: return "add_ranges";
     case Advice::split_wait: return "split_wait";
     case Advice::low_confidence: return "low_confidence";

@@ -231,19 +231,22 @@ TEST(Advice, ConsumerWaitingForACpuIsSubmissionStarved) {
   EXPECT_EQ(starved.steps[3].causes.front().cause, Cause::consumer_starved) << starved.steps[3].evidence;
   EXPECT_TRUE(has(starved, Advice::consumer_starved)) << all(starved);
   EXPECT_FALSE(has(starved, Advice::more_workers)) << all(starved);
-  // The same idle with no run-queue delay: the consumer ran unrecorded code — unattributed, say so.
+  // The same idle with no run-queue delay: the consumer ran code of its own, in no range, and launched
+  // the next kernel after the device went idle — host-paced (HTA's rule), submission, said as such.
   const Report ran = diagnose(ready_batch_late_submit(0));
-  EXPECT_EQ(ran.steps[3].verdict, Verdict::unattributed) << ran.steps[3].evidence;
+  EXPECT_EQ(ran.steps[3].verdict, Verdict::submission) << ran.steps[3].evidence;
+  EXPECT_EQ(ran.steps[3].causes.front().cause, Cause::host_paced) << ran.steps[3].evidence;
+  EXPECT_TRUE(has(ran, Advice::host_paced)) << all(ran);
   EXPECT_FALSE(has(ran, Advice::consumer_starved)) << all(ran);
-  // Half the idle queued: half starved, half unmapped.
+  // Half the idle queued: half starved, half host-paced.
   const Report half = diagnose(ready_batch_late_submit(5));
-  double starved_ms = 0, unmapped_ms = 0;
+  double starved_ms = 0, paced_ms = 0;
   for (const CauseShare& c : half.steps[3].causes) {
     if (c.cause == Cause::consumer_starved) starved_ms += c.ms;
-    if (c.cause == Cause::unmapped_range) unmapped_ms += c.ms;
+    if (c.cause == Cause::host_paced) paced_ms += c.ms;
   }
   EXPECT_NEAR(starved_ms, 5, 0.2);
-  EXPECT_NEAR(unmapped_ms, 5, 0.3);
+  EXPECT_NEAR(paced_ms, 5, 0.3);
 }
 }  // namespace
 }  // namespace stalldx::diagnose
