@@ -331,7 +331,13 @@ Report diagnose(const Trace& t, const Thresholds& th) {
     cov.notes.push_back(cov.cupti ? "CUPTI was on but recorded no device work: verdicts are not given, only host waits"
                                   : "device records were not collected (CUPTI off or unavailable): no verdicts, host waits only");
   }
-  if (ix.steps.empty()) cov.notes.push_back("no step ranges: nothing to diagnose per step");
+  if (ix.steps.empty()) {
+    std::size_t device_work = 0;
+    for (const DeviceActivity& a : t.activities) device_work += is_device_work(a.kind) ? 1 : 0;
+    cov.notes.push_back(fmt::format("no steps found in what was recorded: {} threads, {} ranges, {} CUDA calls, {} device records{}", t.threads.size(),
+                                    t.ranges.size(), t.calls.size(), device_work,
+                                    t.meta.config.count("steps_found_by") ? " (" + t.meta.config.at("steps_found_by") + ")" : ""));
+  }
   if (cov.interrupted) cov.notes.push_back("the run was interrupted: the last steps may be incomplete");
   const RecordedConfig recorded = recorded_config(t);
   for (const std::string& p : recorded.problems) cov.notes.push_back(p);

@@ -101,6 +101,14 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
   const HostFacts& host = t.meta.host_facts;
   const int cores = host.usable_cpus > 0 ? host.usable_cpus : host.cpus;
 
+  if (rep.steps.empty()) {
+    // Nothing to weigh: the one next thing to do is to say where the steps are.
+    say(Advice::name_steps,
+        "no steps found: name the range around each iteration 'step N' or 'iter N' (train_step, Iteration, batch_N also read), or pass "
+        "--step REGEX (found anywhere in a range name, as grep); map other names with --roles FILE. A Python loop over a torch "
+        "DataLoader needs no change under `stalldx record`");
+    return;
+  }
   if (sum.steady_steps == 0) say(Advice::record_longer, "no steady-state steps were recorded: run more steps than warm-up");
   else if (sum.steady_steps < th.short_capture_steps)
     say(Advice::record_longer, fmt::format("this capture is too short to describe steady state ({} steady steps): record more steps", sum.steady_steps));

@@ -173,7 +173,15 @@ InputSplit split_wait(const TraceIndex& ix, const HostRange& w) {
       (read ? r_qwall : d_qwall) += wall;
     }
   }
-  if (r_ov + d_ov > 0) {
+  // The batch's own producers (named by their payload): the wait is split by the whole batch's work —
+  // had its reads taken no time, it would have been ready that much earlier, whichever part of its work
+  // happened to overlap the wait (a worker building a batch alone finishes with its last sample's decode,
+  // so a short wait overlaps only decoding). Producers matched by time only: by what overlapped the wait.
+  const bool own_batch = it != ix.producer_by_batch.end();
+  if (own_batch && r_tot + d_tot > 0) {
+    s.retrieval_fraction = r_tot / (r_tot + d_tot);
+    s.known = true;
+  } else if (r_ov + d_ov > 0) {
     s.retrieval_fraction = r_ov / (r_ov + d_ov);
     s.known = true;
   } else if (r_tot + d_tot > 0) {

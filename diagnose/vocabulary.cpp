@@ -68,6 +68,7 @@ const char* advice_name(Advice a) {
     case Advice::drop_step_sync: return "drop_step_sync";
     case Advice::launch_rate: return "launch_rate";
     case Advice::host_paced: return "host_paced";
+    case Advice::name_steps: return "name_steps";
     case Advice::add_ranges: return "add_ranges";
     case Advice::split_wait: return "split_wait";
     case Advice::low_confidence: return "low_confidence";

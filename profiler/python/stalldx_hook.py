@@ -5,9 +5,10 @@
 #   - the loop: each DataLoader iterator's __next__ is a wait for a batch (wait_batch, payload = the
 #     batch id) and one iteration, from a __next__ to the next, is a step (the step boundary);
 #   - the loader's work on a batch, in workers (fork or spawn, persistent or not) or in the loop itself
-#     (num_workers=0): the fetch split into retrieval (time in reads of files opened during the fetch,
-#     and time blocked off-CPU outside them: storage, network, sleeps), decode (the rest: decoding and
-#     transforms) and collate; payload = the same batch id;
+#     (num_workers=0): each sample's __getitem__ (map-style; a batch at once for an IterableDataset or a
+#     batched __getitems__) split into retrieval (time in reads of files opened during the fetch, and
+#     time blocked off-CPU outside them: storage, network, sleeps) then decode (the rest: decoding and
+#     transforms), and the batch's collate; payload = the same batch id;
 #   - the pin-memory thread's copies (collate role, no batch id), copies of tensors to a GPU (submit).
 # A batch id is (iterator << 40) | (epoch << 24) | index, the same number in the loop and in the worker.
 # Clocks: time.monotonic_ns() is CLOCK_MONOTONIC, stalldx's clock. Every patch falls back to the
@@ -119,15 +120,45 @@ def _timed_collate(fn):
     return collate
 
 
+class _TimedDataset:
+    """The fetcher's dataset while it fetches one batch: each sample's __getitem__ is split into
+    retrieval and decode ranges of its own, so a wait that overlaps part of a batch's work sees its
+    reads and decodes in the proportion they ran (not a batch's reads first, then all its decodes)."""
+
+    def __init__(self, dataset, batch):
+        self._dataset, self._batch, self.timed = dataset, batch, 0
+
+    def __getitem__(self, index):
+        reads = _local.reads
+        r0, rc0 = reads[0], reads[1]
+        t0, c0, q0 = _clocks()
+        try:
+            return self._dataset[index]
+        finally:
+            t1, c1, q1 = _clocks()
+            self.timed += t1 - t0
+            runq = (q1 - q0) if q0 >= 0 and q1 >= 0 else -1
+            _record_work(self._batch, t0, t1, c1 - c0, runq, (reads[0] - r0, reads[1] - rc0), (0, 0))
+
+    def __len__(self):
+        return len(self._dataset)
+
+    def __getattr__(self, name):
+        return getattr(self._dataset, name)
+
+
 def _fetch_patch(orig_fetch):
     def fetch(self, possibly_batched_index):
         if getattr(_local, "reads", None) is not None:  # nested (a fetcher inside a dataset): counted by the outer one
             return orig_fetch(self, possibly_batched_index)
         batch = _current_batch()
         reads, coll = [0, 0], [0, 0]
-        collate_fn = self.collate_fn
+        collate_fn, dataset = self.collate_fn, self.dataset
+        per_sample = _TimedDataset(dataset, batch) if not hasattr(self, "dataset_iter") else None
         _local.reads, _local.collate = reads, coll
         self.collate_fn = _timed_collate(collate_fn)
+        if per_sample is not None:
+            self.dataset = per_sample
         builtins.open = _open
         t0, c0, q0 = _clocks()
         try:
@@ -135,15 +166,19 @@ def _fetch_patch(orig_fetch):
         finally:
             t1, c1, q1 = _clocks()
             builtins.open = _orig["open"]
-            self.collate_fn = collate_fn
+            self.collate_fn, self.dataset = collate_fn, dataset
             _local.reads = _local.collate = None
-            _record_fetch(batch, t0, t1, c1 - c0, (q1 - q0) if q0 >= 0 and q1 >= 0 else -1, reads, coll)
+            if per_sample is not None and per_sample.timed > 0:  # samples recorded one by one: the batch's collate
+                if coll[0] > 0:
+                    _emit("collate", "collate", batch, t1 - min(coll[0], t1 - t0), t1, coll[1], -1)
+            else:  # an IterableDataset or a batched __getitems__: the batch as one piece
+                _record_work(batch, t0, t1, c1 - c0, (q1 - q0) if q0 >= 0 and q1 >= 0 else -1, reads, coll)
 
     fetch._stalldx = True
     return fetch
 
 
-def _record_fetch(batch, t0, t1, cpu, runq, reads, coll):
+def _record_work(batch, t0, t1, cpu, runq, reads, coll):
     """Retrieval = reads + the time blocked off-CPU outside them; decode = the rest; then collate."""
     wall = t1 - t0
     queued = max(runq, 0)

@@ -10,6 +10,10 @@
 //   --name-thread     names the main thread through NVTX
 //   --domain          main-thread ranges in an NVTX domain "loop"
 //   --announce        prints "nvtx_loop: step N done" on stderr after each step (a test's readiness line)
+//   --people-names    names as people write them: the step "iter N", the wait "next_batch", the worker's
+//                     "read" and "decode" (no stalldx role name anywhere)
+//   --two-families    the step "pass N" (no dictionary word) with "part N" around its compute: two numbered
+//                     families on one thread, the longer one is the steps
 #include <nvtx3/nvToolsExt.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -43,7 +47,8 @@ void sleep_ms(double ms) {
 int main(int argc, char** argv) {
   int steps = 8, workers = 2, exit_code = 0;
   double read_ms = 20, decode_ms = 1, step_ms = 2;
-  bool unbalanced = false, unclosed = false, abort_at_end = false, name_thread = false, use_domain = false, announce = false, payload = false;
+  bool unbalanced = false, unclosed = false, abort_at_end = false, name_thread = false, use_domain = false, announce = false, payload = false,
+       people = false, two_families = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? argv[++i] : "0"; };
@@ -60,6 +65,8 @@ int main(int argc, char** argv) {
     else if (a == "--domain") use_domain = true;
     else if (a == "--announce") announce = true;
     else if (a == "--payload") payload = true;
+    else if (a == "--people-names") people = true;
+    else if (a == "--two-families") two_families = true;
   }
   int ready[2];
   if (pipe(ready) != 0) return 3;
@@ -81,7 +88,7 @@ int main(int argc, char** argv) {
           a.payload.llValue = s;
           nvtxRangePushEx(&a);
         };
-        worker_push("read_file");
+        worker_push(people ? "read" : "read_file");
         sleep_ms(read_ms);
         nvtxRangePop();
         worker_push("decode");
@@ -110,9 +117,11 @@ int main(int argc, char** argv) {
     nvtxDomainRangePushEx(domain, &a);
   };
   const auto pop = [&] { domain == nullptr ? nvtxRangePop() : nvtxDomainRangePop(domain); };
+  char label[32];
   for (int s = 0; s < steps; ++s) {
-    push("step");
-    push("wait_batch");
+    std::snprintf(label, sizeof label, two_families ? "pass %d" : "iter %d", s);
+    push(people || two_families ? label : "step");
+    push(people ? "next_batch" : "wait_batch");
     for (int got = 0; got < workers;) {
       char b;
       const ssize_t n = read(ready[0], &b, 1);
@@ -120,7 +129,12 @@ int main(int argc, char** argv) {
       else if (n == 0) break;
     }
     pop();
+    if (two_families) {
+      std::snprintf(label, sizeof label, "part %d", s);
+      push(label);
+    }
     spin_ms(step_ms);
+    if (two_families) pop();
     pop();
     if (announce) std::fprintf(stderr, "nvtx_loop: step %d done\n", s);
   }

@@ -185,6 +185,48 @@ TEST(Record, ExitCodeIsTheCommandsAndACrashStillLeavesItsRecords) {
   EXPECT_EQ(steps, 3);
 }
 
+// A program annotated as people do — "iter N", "next_batch", "read", "decode" — needs no roles file.
+TEST(Record, NamesAsPeopleWriteThemNeedNoFlags) {
+  const Recorded r = record("--steps 10 --workers 2 --read-ms 15 --decode-ms 1 --step-ms 1 --people-names", "--json --warmup 2");
+  ASSERT_EQ(r.rc, 0) << r.log;
+  EXPECT_NE(r.log.find("steps: 10 ranges named as steps"), std::string::npos) << r.log;
+  Trace t;
+  ASSERT_TRUE(read_trace_file(r.trace_path, t).is_ok()) << r.log;
+  std::map<Role, int> roles;
+  for (const HostRange& h : t.ranges) roles[h.role]++;
+  EXPECT_EQ(roles[Role::step], 10);
+  EXPECT_EQ(roles[Role::wait_batch], 10);
+  EXPECT_EQ(roles[Role::retrieval], 20);
+  EXPECT_EQ(roles[Role::decode], 20);
+  diagnose::Thresholds th;
+  th.warmup_steps = 2;
+  const diagnose::Report rep = diagnose::diagnose(t, th);
+  int waiting = 0;
+  for (const diagnose::StepDiagnosis& s : rep.steps)
+    if (!s.warmup && !s.causes.empty() && s.causes.front().cause == diagnose::Cause::storage_wait) ++waiting;
+  EXPECT_GE(waiting, 7) << r.log;
+  EXPECT_EQ(rep.summary.headline.bound, diagnose::Bound::input) << rep.summary.headline.text;
+}
+
+// Two numbered families of unknown words on one thread: the longer is the steps, and the report says why.
+TEST(Record, OfTwoNumberedFamiliesTheLongerIsTheStepsAndTheReportSaysWhich) {
+  const Recorded r = record("--steps 8 --workers 1 --read-ms 5 --decode-ms 1 --step-ms 2 --two-families");
+  ASSERT_EQ(r.rc, 0) << r.log;
+  EXPECT_NE(r.log.find("steps: 'pass #'"), std::string::npos) << r.log;
+  EXPECT_NE(r.log.find("passed over: 'part #'"), std::string::npos) << r.log;
+  EXPECT_NE(r.log.find("--step REGEX"), std::string::npos) << r.log;
+  Trace t;
+  ASSERT_TRUE(read_trace_file(r.trace_path, t).is_ok()) << r.log;
+  EXPECT_EQ(t.meta.config.at("steps_rule"), "numbered_family");
+  int steps = 0;
+  for (const HostRange& h : t.ranges) steps += h.role == Role::step;
+  EXPECT_EQ(steps, 8);
+  // --step overrides (search semantics: found anywhere in the name).
+  const Recorded o = record("--steps 8 --workers 1 --read-ms 5 --decode-ms 1 --step-ms 2 --two-families", "--step '^part'");
+  ASSERT_EQ(o.rc, 0) << o.log;
+  EXPECT_NE(o.log.find("steps: 8 ranges named as steps ('part"), std::string::npos) << o.log;
+}
+
 TEST(Record, UnbalancedPopsAndUnclosedRangesAreCountedNotFatal) {
   const Recorded r = record("--steps 2 --workers 1 --read-ms 1 --unbalanced --unclosed --domain");
   ASSERT_EQ(r.rc, 0) << r.log;

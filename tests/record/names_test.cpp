@@ -1,0 +1,199 @@
+// Names as people write them: the word form, every spelling of the built-in dictionary, search semantics
+// for --step and roles files, untrusted patterns and names, and the rules that find steps when no range
+// is named a step.
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "stalldx/name_pattern.h"
+#include "stalldx/record/part_format.h"
+#include "stalldx/record/role_map.h"
+#include "stalldx/record/step_inference.h"
+
+namespace stalldx::record {
+namespace {
+
+TEST(WordForm, SplitsAtSeparatorsCaseChangesAndDigits) {
+  EXPECT_EQ(word_form("DataLoader.__next__"), "_data_loader_next_");
+  EXPECT_EQ(word_form("train_step[5]"), "_train_step_5_");
+  EXPECT_EQ(word_form("h2d"), "_h_2_d_");
+  EXPECT_EQ(word_form("HTTPServer"), "_http_server_");
+  EXPECT_EQ(word_form("step 12"), "_step_12_");
+  EXPECT_EQ(word_form("data-wait"), "_data_wait_");
+  EXPECT_EQ(word_form(std::string(300, 'a')), "") << "a long name (op shapes) has no word form";
+}
+
+TEST(RoleMap, EverySpellingOfTheDictionaryInAnyCase) {
+  const RoleMap m = RoleMap::defaults();
+  const std::vector<std::pair<std::vector<std::string>, Role>> spellings = {
+      {{"data_wait", "wait_data", "dataloader", "next_batch", "get_batch", "fetch", "load_batch", "input", "DataWait", "Next Batch",
+        "wait_for_batch", "wait_batch"},
+       Role::wait_batch},
+      {{"h2d", "to_device", "copy_to_gpu", "transfer", "memcpy", "H2D", "ToDevice", "copy to gpu"}, Role::submit},
+      {{"forward", "backward", "optimizer", "fwd", "bwd", "opt_step", "Forward", "model.forward", "optimizer_step", "backward 3"},
+       Role::compute},
+      {{"getitem", "__getitem__", "decode", "transform", "augment", "Decode", "Transform 7"}, Role::decode},
+      {{"read", "load", "read_file", "Read", "retrieval"}, Role::retrieval},
+      {{"collate", "collate_fn", "Collate"}, Role::collate},
+      {{"step 12", "iter_7", "Iteration 3", "train_step[5]", "step", "ITER 9"}, Role::step},
+      {{"sync", "synchronize"}, Role::sync},
+  };
+  for (const auto& [names, role] : spellings)
+    for (const std::string& n : names) EXPECT_EQ(m.match(n, ""), role) << "'" << n << "' should be " << role_name(role);
+  // PyTorch's own names, matched as they are.
+  EXPECT_EQ(m.match("ProfilerStep#12", ""), Role::step);
+  EXPECT_EQ(m.match("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", ""), Role::wait_batch);
+  // Not everything that contains a word: labels are matched whole.
+  for (const char* n : {"data_load", "thread_pool", "reload_config", "input_transform_cache", "aten::conv2d", "stepper", "my_custom_thing",
+                        "autograd::engine::evaluate_function: ConvolutionBackward0"})
+    EXPECT_FALSE(m.match(n, "").has_value()) << n;
+}
+
+TEST(RoleMap, UserRulesAreSearchedLikeGrepAndAnchoredWhenWritten) {
+  RoleMap m;
+  ASSERT_TRUE(RoleMap::parse("[[role]]\nmatch = \"slurp\"\nrole = \"retrieval\"\n\n[[role]]\nmatch = \"^crunch$\"\nrole = \"decode\"\n",
+                             "roles.toml", m).is_ok());
+  EXPECT_EQ(m.match("big_slurp_of_files", ""), Role::retrieval);
+  EXPECT_EQ(m.match("crunch", ""), Role::decode);
+  EXPECT_FALSE(m.match("crunchy", "").has_value());
+}
+
+TEST(NamePattern, SearchSemanticsAndUntrustedInput) {
+  NamePattern p;
+  ASSERT_TRUE(NamePattern::compile("^step", "--step", p).is_ok());
+  EXPECT_TRUE(p.found_in("step 12"));
+  EXPECT_FALSE(p.found_in("a step"));
+  ASSERT_TRUE(NamePattern::compile("step", "--step", p).is_ok());
+  EXPECT_TRUE(p.found_in("train_step[5]"));
+  // Catastrophic backtracking in a backtracking engine; linear here (a test never asserts a timing: it
+  // would not finish at all with std::regex on a longer name).
+  ASSERT_TRUE(NamePattern::compile("(a+)+$", "--step", p).is_ok());
+  EXPECT_FALSE(p.found_in(std::string(100'000, 'a') + "!"));
+  ASSERT_TRUE(NamePattern::compile("(x|y)*z", "--step", p).is_ok());
+  EXPECT_FALSE(p.found_in(std::string(30'000, 'x')));  // std::regex overflowed its stack on such a name
+  // 20,000 nested groups (std::regex's compiler crashed): compiled without recursion, or refused by name.
+  std::string nested;
+  for (int i = 0; i < 20'000; ++i) nested += '(';
+  nested += 'a';
+  for (int i = 0; i < 20'000; ++i) nested += ')';
+  const Status deep = NamePattern::compile(nested, "--step", p);
+  if (deep.is_ok()) EXPECT_TRUE(p.found_in("xa"));
+  else EXPECT_NE(deep.message().find("--step"), std::string::npos) << deep.message();
+  // A pattern beyond the memory bound is refused with the option's name, not compiled.
+  const Status huge = NamePattern::compile("((a{1000}){1000}){1000}", "--step", p);
+  EXPECT_FALSE(huge.is_ok());
+  EXPECT_NE(huge.message().find("--step"), std::string::npos) << huge.message();
+  const Status bad = NamePattern::compile("(", "roles.toml:3: match", p);
+  EXPECT_NE(bad.message().find("roles.toml:3"), std::string::npos) << bad.message();
+}
+
+// ---- step inference on built traces --------------------------------------------------------------
+struct Built {
+  Trace t;
+  explicit Built(int threads = 2) {
+    for (int i = 0; i < threads; ++i) t.threads.push_back(ThreadInfo{static_cast<std::uint32_t>(i), 100 + i, i == 0 ? "main" : "worker", 0, 1, "p"});
+  }
+  void range(std::uint32_t thread, const std::string& name, double b, double e, Role role = Role::user) {
+    HostRange r;
+    r.begin_ns = static_cast<std::int64_t>(b * 1e6);
+    r.end_ns = static_cast<std::int64_t>(e * 1e6);
+    r.thread = thread;
+    r.name = t.intern(name);
+    r.role = role;
+    t.ranges.push_back(r);
+  }
+  void launch(std::uint32_t thread, double at, ActivityKind kind, const std::string& name, std::uint64_t bytes = 0) {
+    const std::uint64_t corr = t.calls.size() + 1;
+    t.calls.push_back(RuntimeCall{static_cast<std::int64_t>(at * 1e6), static_cast<std::int64_t>((at + 0.01) * 1e6), thread,
+                                  t.intern(kind == ActivityKind::kernel ? "cudaLaunchKernel" : "cudaMemcpyAsync"), corr});
+    DeviceActivity a;
+    a.begin_ns = static_cast<std::int64_t>((at + 0.02) * 1e6);
+    a.end_ns = static_cast<std::int64_t>((at + 0.5) * 1e6);
+    a.kind = kind;
+    a.name = t.intern(name);
+    a.bytes = bytes;
+    a.correlation = corr;
+    t.activities.push_back(a);
+  }
+  int steps() const {
+    int n = 0;
+    for (const HostRange& r : t.ranges) n += r.role == Role::step;
+    return n;
+  }
+};
+
+TEST(StepInference, ANumberedFamilyOnTheLaunchingThreadIsTheSteps) {
+  Built b;
+  for (int k = 0; k < 8; ++k) {
+    b.range(0, "pass " + std::to_string(k), k * 10, k * 10 + 9);
+    b.range(0, "part " + std::to_string(k), k * 10 + 2, k * 10 + 4);  // shorter: passed over
+    b.range(1, "work " + std::to_string(k), k * 10, k * 10 + 9.5);    // another thread: not the launcher
+    b.launch(0, k * 10 + 3, ActivityKind::kernel, "k");
+  }
+  const StepEvidence ev = infer_steps(b.t);
+  EXPECT_EQ(ev.rule, StepRule::numbered_family);
+  EXPECT_NE(ev.found.find("pass #"), std::string::npos) << ev.found;
+  EXPECT_EQ(b.steps(), 8);
+  ASSERT_EQ(ev.passed_over.size(), 2u);
+  EXPECT_EQ(b.t.meta.config.at("steps_rule"), "numbered_family");
+  for (const HostRange& r : b.t.ranges)
+    if (r.role == Role::step) EXPECT_EQ(b.t.name(r.name).rfind("pass ", 0), 0u);
+}
+
+TEST(StepInference, FamiliesThatOverlapRepeatOneNumberOrAreTooFewAreNotSteps) {
+  Built overlapping;
+  for (int k = 0; k < 6; ++k) overlapping.range(0, "req " + std::to_string(k), k * 10, k * 10 + 25);
+  EXPECT_EQ(infer_steps(overlapping.t).rule, StepRule::none);
+  Built same;
+  for (int k = 0; k < 6; ++k) same.range(0, "conv2d", k * 10, k * 10 + 5);
+  EXPECT_EQ(infer_steps(same.t).rule, StepRule::none);
+  Built few;
+  for (int k = 0; k < 4; ++k) few.range(0, "pass " + std::to_string(k), k * 10, k * 10 + 5);
+  const StepEvidence ev = infer_steps(few.t);
+  EXPECT_EQ(ev.rule, StepRule::none);
+  EXPECT_FALSE(ev.how_to_override.empty());
+}
+
+TEST(StepInference, NamedStepsWinThenFamiliesThenThePythonLoop) {
+  Built b;
+  for (int k = 0; k < 6; ++k) {
+    b.range(0, kPythonLoopStepName, k * 10, k * 10 + 10, Role::step);
+    b.range(0, "pass " + std::to_string(k), k * 10 + 1, k * 10 + 9);
+  }
+  EXPECT_EQ(infer_steps(b.t).rule, StepRule::numbered_family);
+  int loop_steps = 0;
+  for (const HostRange& r : b.t.ranges) loop_steps += r.role == Role::step && b.t.name(r.name) == kPythonLoopStepName;
+  EXPECT_EQ(loop_steps, 0) << "the hook's iterations give way to the program's own numbered ranges";
+  Built hook_only;
+  for (int k = 0; k < 6; ++k) hook_only.range(0, kPythonLoopStepName, k * 10, k * 10 + 10, Role::step);
+  EXPECT_EQ(infer_steps(hook_only.t).rule, StepRule::python_loop);
+  EXPECT_EQ(hook_only.steps(), 6);
+}
+
+TEST(StepInference, WithNoRangesTheBatchSizedCopyMarksEachStep) {
+  Built b(1);
+  for (int k = 0; k < 7; ++k) {
+    b.launch(0, k * 10, ActivityKind::memcpy_h2d, "copy", 4 << 20);  // the batch
+    b.launch(0, k * 10 + 0.5, ActivityKind::memcpy_h2d, "copy", 1024);  // its labels
+    for (int i = 0; i < 5; ++i) b.launch(0, k * 10 + 1 + i, ActivityKind::kernel, "k" + std::to_string(i));
+  }
+  const StepEvidence ev = infer_steps(b.t);
+  EXPECT_EQ(ev.rule, StepRule::cuda_period);
+  EXPECT_NE(ev.found.find("4194304-byte"), std::string::npos) << ev.found;
+  EXPECT_EQ(b.steps(), 7);
+}
+
+TEST(StepInference, WithNoCopiesTheKernelThatRecursOncePerPeriod) {
+  Built b(1);
+  for (int k = 0; k < 6; ++k) {
+    b.launch(0, k * 10, ActivityKind::kernel, "embedding");
+    for (int i = 0; i < 3; ++i) b.launch(0, k * 10 + 1 + i, ActivityKind::kernel, "gemm");
+  }
+  const StepEvidence ev = infer_steps(b.t);
+  EXPECT_EQ(ev.rule, StepRule::cuda_period);
+  EXPECT_NE(ev.found.find("embedding"), std::string::npos) << ev.found;
+  EXPECT_EQ(b.steps(), 6);
+}
+
+}  // namespace
+}  // namespace stalldx::record

@@ -1,0 +1,156 @@
+// The zero-change PyTorch hook end to end: an unannotated training script (tests/python/
+// unannotated_train.py) under `stalldx record` with no flags, on Debian's CPU PyTorch (/usr/bin/python3,
+// not whatever python3 is first on PATH). Skipped, with the reason, where that interpreter has no torch,
+// and in sanitizer builds (the injection library would need the sanitizer's runtime preloaded into Python).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "test_support.h"
+
+namespace {
+
+const std::string kPython = "/usr/bin/python3";
+
+std::string skip_reason() {
+#ifdef STALLDX_SANITIZED
+  return "sanitizer build: the injection library cannot be loaded into an uninstrumented Python";
+#else
+  static const std::string reason = [] {
+    if (!std::filesystem::exists(kPython)) return std::string("no ") + kPython;
+    const int st = std::system((kPython + " -c 'import torch, PIL' > /dev/null 2>&1").c_str());
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? std::string()
+                                                 : kPython + " cannot import torch and PIL (apt install python3-torch python3-torchvision)";
+  }();
+  return reason;
+#endif
+}
+
+struct Recorded {
+  int rc = -1;
+  std::string log, out, dir;
+  nlohmann::json report;
+};
+
+// The data folder is made once by the script itself (tiny JPEGs).
+const std::string& data_dir() {
+  static const std::string dir = stalldx::testing::temp_dir("pyimgs") + "/imgs";
+  return dir;
+}
+std::string script(const std::string& args) { return kPython + " " + PYTHON_SCRIPT + " --data " + data_dir() + " " + args; }
+
+// `program` empty: the test script with `script_args`.
+Recorded record(const std::string& script_args, const std::string& record_args = "", const std::string& env = "",
+           const std::string& program = "") {
+  Recorded r;
+  r.dir = stalldx::testing::temp_dir("pyhook");
+  const std::string cmd = fmt::format("{} {} record --json --trace {}/t.json {} -- {} > {}/out.txt 2> {}/log.txt", env, STALLDX_BINARY, r.dir,
+                                      record_args, program.empty() ? script(script_args) : program, r.dir, r.dir);
+  const int st = std::system(cmd.c_str());
+  r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  r.log = stalldx::testing::read_file(r.dir + "/log.txt");
+  r.out = stalldx::testing::read_file(r.dir + "/out.txt");
+  r.report = nlohmann::json::parse(r.out, nullptr, false);
+  return r;
+}
+
+// Steps found, and on how many of them the induced class is the largest.
+struct Tally {
+  int steps = 0, induced = 0;
+};
+Tally tally(const nlohmann::json& report, const char* induced) {
+  Tally t;
+  if (!report.is_object() || !report.contains("steps")) return t;
+  for (const auto& s : report["steps"]) {
+    ++t.steps;
+    const auto& c = s["class_ms"];
+    std::string top;
+    double most = -1;
+    for (auto it = c.begin(); it != c.end(); ++it)
+      if (it.value().get<double>() > most) {
+        most = it.value().get<double>();
+        top = it.key();
+      }
+    t.induced += top == induced;
+  }
+  return t;
+}
+
+class PythonHook : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    if (const std::string why = skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  }
+};
+
+// Slow file reads and a heavy CPU transform, each with fork and with spawn workers: >= 95 % of the
+// iterations found as steps, the induced class the largest on >= 90 % of them; no flag given.
+TEST_P(PythonHook, AnUnannotatedScriptGetsStepsAndTheInducedClass) {
+  const std::string start = GetParam();
+  constexpr int kSteps = 30;
+  for (const auto& [knob, induced] : {std::pair{"--slow-read-ms 12", "retrieval"}, std::pair{"--heavy-transform 6", "decoding"}}) {
+    const Recorded r = record(fmt::format("--steps {} --workers 2 --start {} {}", kSteps, start, knob));
+    ASSERT_EQ(r.rc, 0) << r.log;
+    EXPECT_NE(r.log.find("DataLoader patched"), std::string::npos) << r.log;
+    EXPECT_NE(r.log.find("iterations of the loop over a DataLoader"), std::string::npos) << r.log;
+    const Tally t = tally(r.report, induced);
+    EXPECT_GE(t.steps, kSteps * 95 / 100) << knob << " " << start << "\n" << r.log;
+    EXPECT_GE(t.induced, t.steps * 9 / 10) << knob << " " << start << ": " << induced << " largest on " << t.induced << " of " << t.steps;
+    EXPECT_EQ(r.report["headline"]["bound"], "input-bound") << r.report["headline"]["text"];
+  }
+}
+INSTANTIATE_TEST_SUITE_P(StartMethods, PythonHook, ::testing::Values("fork", "spawn"));
+
+class PythonHookEdges : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (const std::string why = skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  }
+};
+
+// num_workers=0, persistent workers over two epochs, an IterableDataset in a DataLoader subclass with
+// pin_memory, workers leaving by os._exit: steps found in each, the program's output and exit unchanged.
+TEST_F(PythonHookEdges, LoaderShapesAllGiveSteps) {
+  for (const char* shape : {"--workers 0 --steps 12", "--persistent --epochs 2 --steps 8", "--iterable --subclass --pin --steps 10",
+                            "--exit-workers --steps 10"}) {
+    const Recorded r = record(fmt::format("--slow-read-ms 12 {}", shape));
+    ASSERT_EQ(r.rc, 0) << shape << "\n" << r.log;
+    EXPECT_NE(r.log.find("trained"), std::string::npos) << shape << "\n" << r.log;
+    const Tally t = tally(r.report, "retrieval");
+    const int expected = std::string(shape).find("--epochs 2") != std::string::npos ? 16 : std::string(shape).find("12") != std::string::npos ? 12 : 10;
+    EXPECT_GE(t.steps, expected * 9 / 10) << shape << "\n" << r.log;
+    EXPECT_GE(t.induced, t.steps * 8 / 10) << shape << "\n" << r.out.substr(0, 2000);
+  }
+}
+
+// A user's own sitecustomize still runs (and the hook too); --no-python-hook turns the hook off.
+TEST_F(PythonHookEdges, AUsersSitecustomizeStillRunsAndTheHookCanBeTurnedOff) {
+  const std::string mine = stalldx::testing::temp_dir("usersite");
+  stalldx::testing::write_file(mine + "/sitecustomize.py", "open(r'" + mine + "/ran', 'w').write('yes')\n");
+  const Recorded r = record("--slow-read-ms 5 --steps 8", "", "PYTHONPATH=" + mine);
+  ASSERT_EQ(r.rc, 0) << r.log;
+  EXPECT_TRUE(std::filesystem::exists(mine + "/ran")) << "the user's sitecustomize did not run";
+  EXPECT_NE(r.log.find("DataLoader patched"), std::string::npos) << r.log;
+  const Recorded off = record("--slow-read-ms 5 --steps 8", "--no-python-hook");
+  ASSERT_EQ(off.rc, 0) << off.log;
+  EXPECT_EQ(off.log.find("DataLoader patched"), std::string::npos) << off.log;
+  EXPECT_NE(off.log.find("steps: none found"), std::string::npos) << off.log;
+}
+
+// Python that never imports torch, and a command that is not Python: recorded, nothing patched, and the
+// report says what it saw and what to do instead of advising about warm-up.
+TEST_F(PythonHookEdges, PythonWithoutTorchAndNoStepsAreReportedPlainly) {
+  const Recorded r = record("", "", "", kPython + " -c 'print(6 * 7)'");
+  ASSERT_EQ(r.rc, 0) << r.log;
+  EXPECT_NE(r.out.find("42"), std::string::npos) << r.out;
+  EXPECT_EQ(r.log.find("DataLoader patched"), std::string::npos) << r.log;
+  EXPECT_NE(r.log.find("steps: none found"), std::string::npos) << r.log;
+  EXPECT_EQ(r.out.find("warm-up"), std::string::npos) << "no steps: no advice about warm-up\n" << r.out;
+}
+
+}  // namespace
