@@ -18,15 +18,21 @@
 #   gpu-h200.sh closing   example 2 device-bound (30 steps) per step, 5 native/record pairs, the host's CPU topology
 #   gpu-h200.sh x2        (nvidia-h200-x2) two ranks, one GPU each, NCCL: balanced seed workload, then rank 1 with
 #                         slow reads / one worker / pageable memory; traces trimmed for tests/data
+#   gpu-h200.sh zeroconfig  example 3 (train_plain.py: torchvision ImageFolder + DataLoader + ResNet-50, no annotation)
+#                         under `stalldx record` with no flags, one run per induced case: headline and per-step verdicts
+#   gpu-h200.sh hookcost  the Python hook's cost: native / `record --no-cuda` (NVTX + the hook) pairs, alternating,
+#                         on example 3 device-bound and decode-bound (ROUNDS, CASES)
 #   gpu-h200.sh devicebound  example 2's device-bound case at 448/384/320 px: verdicts, and the long CUDA calls of 448's stalled steps
 set -uo pipefail
 OUT=${OUT:-./gpu-out}; mkdir -p "$OUT"
 source .gpu/env.sh
 export XDG_CACHE_HOME=/tmp/stalldx-cache
+export STALLDX_PYTHON_HOOK_DIR=$PWD/profiler/python  # the hook from the carried source tree
 data=$XDG_CACHE_HOME/stalldx/default-food101like-v1
 stalldx run --device none --steps 1 --warmup 0 --no-profile > /dev/null 2>&1  # makes the default dataset
 summary() { grep -E "processes seen|records lost|exited|killed|steady state:|→|img/s|next:" | cut -c1-400; }
 py="env -u LD_LIBRARY_PATH python3 examples/torch/train_resnet50.py --data $data"
+plain="env -u LD_LIBRARY_PATH python3 examples/torch/train_plain.py --data $data"
 seed="--device cuda --batch 128 --workers 16 --prefetch 2 --device-ms 30 --warmup 3"
 { date -u +%FT%TZ; nvidia-smi -L; nproc; } > "$OUT/machine.txt" 2>&1
 case "${1:-check}" in
@@ -76,6 +82,31 @@ examples)
     stalldx record --warmup 3 --trace /tmp/ex2-$name.json -- $py $args 2>&1 | summary
     stalldx diagnose /tmp/ex2-$name.json --no-summaries 2>&1 | grep -E "^ +[0-9]+ " | cut -c1-200
   done > "$OUT/examples.txt" 2>&1
+  ;;
+zeroconfig)  # example 3 under record with no flags: each case's headline and per-step verdicts (steady = after start-up)
+  for c in "retrieval-w8|input-bound|--workers 8 --slow-read-ms 40 --steps 40" "decoding-w1|input-bound|--workers 1 --steps 20" \
+           "submission-per-sample|submission-bound|--per-sample-copies --steps 20" \
+           "device-bound|device-bound|--workers 12 --image-size 384 --loss-every 10 --steps 30" \
+           "launch-bound|submission-bound|--workers 12 --bf16 --image-size 96 --loss-every 1 --steps 40"; do
+    IFS='|' read -r name want args <<< "$c"
+    [[ -n "${CASES:-}" && ",$CASES," != *",$name,"* ]] && continue
+    echo "-- $name (want $want): $args"
+    stalldx record --trace /tmp/zc-$name.json -- $plain $args > /tmp/zc-$name.txt 2>&1
+    grep -E "img/s|steps:|passed over|processes seen|Python hook|^[a-z-]+-bound|^unattributed|steady state:|→" /tmp/zc-$name.txt | cut -c1-400
+    gzip -c /tmp/zc-$name.json > "$OUT/zc-$name.json.gz"
+  done > "$OUT/zeroconfig.txt" 2>&1
+  ;;
+hookcost)  # ROUNDS pairs per case, alternating which runs first; the rate is the script's own steady img/s
+  rate() { "$@" 2>&1 | grep -oE "[0-9.]+ img/s" | head -1 | grep -oE "[0-9.]+"; }
+  for c in "device-bound|--workers 12 --image-size 384 --loss-every 10 --steps 25" "decode-bound|--workers 3 --steps 20"; do
+    name=${c%%|*}; args=${c#*|}
+    [[ -n "${CASES:-}" && ",$CASES," != *",$name,"* ]] && continue
+    for i in ${ROUNDS:-1 2 3 4 5}; do
+      if (( i % 2 )); then n=$(rate $plain $args); h=$(rate stalldx record --no-cuda --trace /tmp/hc.json -- $plain $args)
+      else h=$(rate stalldx record --no-cuda --trace /tmp/hc.json -- $plain $args); n=$(rate $plain $args); fi
+      echo "$name round $i native $n hook $h"
+    done
+  done > "$OUT/hookcost.txt" 2>&1
   ;;
 cpploader)  # example 1 (train_loop: its own std::thread + TurboJPEG loader, plain NVTX) under record, each induced case
   for c in "retrieval|retrieval|--workers 16 --read-delay-ms 20 --step-ms 30" "decoding|decoding|--workers 1 --step-ms 30" \
