@@ -96,8 +96,11 @@ void attribute_input(const Thresholds& th, const InputSplit& s, const std::strin
 void attribute(const TraceIndex& ix, Interval gap, std::size_t& seg_cursor, StepAccumulator& acc, bool host_only) {
   // Idle the consumer spent outside any wait or CUDA call, where the device's next work was launched by
   // the consumer after the device went idle: the host set the pace (launch rate), whatever the ranges.
-  const bool paced = !host_only && ix.host_paced(gap);
-  const Cause pacing = acc.launches_in_step >= ix.thresholds.launch_bound_launches ? Cause::launch_rate : Cause::host_paced;
+  // In a step of many launches the device also idles between kernels it already had queued (each
+  // launch's fixed latency): kernels too small for their launch cost — launch rate as well.
+  const bool many = acc.launches_in_step >= ix.thresholds.launch_bound_launches;
+  const bool paced = !host_only && (many || ix.host_paced(gap));
+  const Cause pacing = many ? Cause::launch_rate : Cause::host_paced;
   const auto outside = [&](Cause plain, const std::string& what, double d) { acc.add(paced ? pacing : plain, what, d); };
   const auto& segs = ix.segments;
   while (seg_cursor < segs.size() && segs[seg_cursor].end <= gap.begin) ++seg_cursor;

@@ -84,6 +84,10 @@ examples)
   done > "$OUT/examples.txt" 2>&1
   ;;
 zeroconfig)  # example 3 under record with no flags: each case's headline and per-step verdicts (steady = after start-up)
+  # 4,545 images: no epoch boundary within a case's steps (the default set's 1,212 make one every 9 steps, whose
+  # refill is a real input stall of its own)
+  [ -f /tmp/zc-data/manifest.tsv ] || stalldx dataset /tmp/zc-data --classes 101 --per-class 45 > /dev/null 2>&1
+  plain="env -u LD_LIBRARY_PATH python3 examples/torch/train_plain.py --data /tmp/zc-data"
   for c in "retrieval-w8|input-bound|--workers 8 --slow-read-ms 40 --steps 40" "decoding-w1|input-bound|--workers 1 --steps 20" \
            "submission-per-sample|submission-bound|--per-sample-copies --steps 20" \
            "device-bound|device-bound|--workers 12 --image-size 384 --loss-every 10 --steps 30" \
@@ -97,6 +101,8 @@ zeroconfig)  # example 3 under record with no flags: each case's headline and pe
   done > "$OUT/zeroconfig.txt" 2>&1
   ;;
 hookcost)  # ROUNDS pairs per case, alternating which runs first; the rate is the script's own steady img/s
+  [ -f /tmp/zc-data/manifest.tsv ] || stalldx dataset /tmp/zc-data --classes 101 --per-class 45 > /dev/null 2>&1
+  plain="env -u LD_LIBRARY_PATH python3 examples/torch/train_plain.py --data /tmp/zc-data"
   rate() { "$@" 2>&1 | grep -oE "[0-9.]+ img/s" | head -1 | grep -oE "[0-9.]+"; }
   for c in "device-bound|--workers 12 --image-size 384 --loss-every 10 --steps 25" "decode-bound|--workers 3 --steps 20"; do
     name=${c%%|*}; args=${c#*|}
