@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 
 namespace stalldx::diagnose {
 
@@ -40,8 +41,11 @@ Headline make_headline(const Report& rep, const StartupSteps& startup) {
   const std::string split = fmt::format("retrieval {:.0f} %, decoding {:.0f} %", pct(h.retrieval), pct(h.decoding));
   if (device) {
     h.busy = std::min(1.0, busy / window);
-    const double top = std::max({h.busy, h.input, h.submission, h.unattributed});
-    h.bound = top == h.input ? Bound::input : top == h.busy ? Bound::device : top == h.submission ? Bound::submission : Bound::unattributed;
+    const double top = std::max({h.input, h.submission, h.unattributed});
+    h.bound = h.input + h.submission + h.unattributed < kKeepsUpShare ? Bound::device
+              : top == h.input                                        ? Bound::input
+              : top == h.submission                                   ? Bound::submission
+                                                                      : Bound::unattributed;
   } else {
     const double own = std::max(0.0, 1 - h.input - h.submission - h.unattributed);
     const double top = std::max({own, h.input, h.submission});
@@ -50,15 +54,17 @@ Headline make_headline(const Report& rep, const StartupSteps& startup) {
   const char* name = bound_name(h.bound, rep.coverage.standin);
   switch (h.bound) {
     case Bound::input:
-      h.text = fmt::format("{}: the loop waited on input {:.0f} % of {} ({})", name, pct(h.input), of, split);
+      h.text = fmt::format("{}: the loop waited on input {:.0f} % of {} ({}){}", name, pct(h.input), of, split,
+                           device ? fmt::format(", device busy {:.0f} %", pct(h.busy)) : std::string());
       break;
     case Bound::device:
       h.text = fmt::format("{}: the {} was busy {:.0f} % of {}; the loop waited on input {:.1f} % ({})", name,
                            rep.coverage.standin ? "consumer" : "device", pct(h.busy), of, pct(h.input), split);
       break;
     case Bound::submission:
-      h.text = fmt::format("{}: the {} idled on the host's CUDA calls and launches {:.0f} % of {}; input {:.1f} %", name,
-                           device ? "device" : "loop", pct(h.submission), of, pct(h.input));
+      h.text = fmt::format("{}: the {} idled on the host's CUDA calls and launches {:.0f} % of {}; input {:.1f} %{}", name,
+                           device ? "device" : "loop", pct(h.submission), of, pct(h.input),
+                           device ? fmt::format(", device busy {:.0f} %", pct(h.busy)) : std::string());
       break;
     case Bound::unattributed:
       h.text = fmt::format("{}: the device idled {:.0f} % of {} while the loop was outside any range that says why; input {:.1f} %",

@@ -5,6 +5,11 @@
 
 namespace stalldx::diagnose {
 
+// The device is the limit only where the loop's stalls together took less than this share of steady time;
+// above it, the largest stall class bounds the run (a faster input or submission buys that much). The
+// same share decides "the input pipeline keeps up".
+inline constexpr double kKeepsUpShare = 0.1;
+
 // From the steady steps of `rep` after `startup` (their windows, busy and stall time by class).
 Headline make_headline(const Report& rep, const StartupSteps& startup);
 

@@ -105,7 +105,7 @@ hookcost)  # ROUNDS pairs per case, alternating which runs first; the rate is th
   plain="env -u LD_LIBRARY_PATH python3 examples/torch/train_plain.py --data /tmp/zc-data"
   rate() { "$@" 2>&1 | grep -oE "[0-9.]+ img/s" | head -1 | grep -oE "[0-9.]+"; }
   for c in "device-bound|--workers 12 --image-size 384 --loss-every 10 --steps 25" "decode-bound|--workers 3 --steps 20"; do
-    name=${c%%|*}; args=${c#*|}
+    name=${c%%|*}; args="${c#*|} ${EX_ARGS:-}"  # EX_ARGS: more flags (the last of a flag wins)
     [[ -n "${CASES:-}" && ",$CASES," != *",$name,"* ]] && continue
     for i in ${ROUNDS:-1 2 3 4 5}; do
       if (( i % 2 )); then n=$(rate $plain $args); h=$(rate stalldx record --no-cuda --trace /tmp/hc.json -- $plain $args)

@@ -274,6 +274,12 @@ TEST(Advice, BurstsOfBatchesAreInputBoundThoughMostStepsAreNot) {
   EXPECT_EQ(r.steps[4].verdict, Verdict::retrieval) << r.steps[4].evidence;
   EXPECT_EQ(r.steps[5].verdict, Verdict::device_bound) << r.steps[5].evidence;
   EXPECT_EQ(r.summary.dominant, "device-bound");
+  // Counted by steps the run looks device-bound; weighed by time it is input-bound, and the headline
+  // (the first line of every report) says so.
+  EXPECT_EQ(r.summary.headline.bound, Bound::input) << r.summary.headline.text;
+  EXPECT_GT(r.summary.headline.retrieval, 0.5) << r.summary.headline.text;
+  EXPECT_EQ(report_text(r).rfind("input-bound: the loop waited on input", 0), 0u) << report_text(r).substr(0, 300);
+  EXPECT_EQ(report_json(r).find("\"headline\""), report_json(r).find('"')) << "the headline is the JSON's first key";
   ASSERT_TRUE(has(r, Advice::bursty_input)) << all(r);
   EXPECT_NE(all(r).find("6 of 24 steady steps waited"), std::string::npos) << all(r);
   // Never "the input pipeline keeps up" for a run that waited on input most of its time.
@@ -284,6 +290,7 @@ TEST(Advice, BurstsOfBatchesAreInputBoundThoughMostStepsAreNot) {
   EXPECT_FALSE(has(spike, Advice::bursty_input)) << all(spike);
   const Report steady = diagnose(input_loop(Role::retrieval, 0.05, {{"workers", "4"}}, 16));
   EXPECT_FALSE(has(steady, Advice::bursty_input)) << all(steady);
+  EXPECT_EQ(steady.summary.headline.bound, Bound::input) << steady.summary.headline.text;
   EXPECT_FALSE(has(steady, Advice::input_spikes)) << all(steady);
 }
 // The same waits when only the batches waited for were slow to make: spikes, not bursts.
