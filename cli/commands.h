@@ -12,6 +12,7 @@
 
 #include "stalldx/diagnose/diagnosis.h"
 #include "stalldx/output_file.h"
+#include "stalldx/text.h"
 #include "stalldx/status.h"
 #include "stalldx/stop.h"
 
@@ -46,7 +47,7 @@ bool print_checked(std::string_view command, std::string_view text);
 // A message on stderr (progress, notes, errors) that never throws: a closed stderr drops it.
 template <typename... T>
 void note(fmt::format_string<T...> f, T&&... args) {
-  write_stderr(fmt::format(f, std::forward<T>(args)...));
+  write_stderr(terminal_safe(fmt::format(f, std::forward<T>(args)...)));  // names inside are untrusted bytes
 }
 
 }  // namespace stalldx::cli

@@ -6,6 +6,7 @@
 #include <csignal>
 
 #include "commands.h"
+#include "stalldx/text.h"
 #include "config_check.h"
 #include "stalldx/output_file.h"
 
@@ -23,7 +24,8 @@ int fail_input(std::string_view command, const Status& st) {
   return 2;
 }
 bool print_checked(std::string_view command, std::string_view text) {
-  if (Status st = write_stdout(text); !st.is_ok()) {
+  // Names in a report are untrusted bytes: no control character (an ESC sequence) reaches the terminal.
+  if (Status st = write_stdout(terminal_safe(text)); !st.is_ok()) {
     note("stalldx {}: {}\n", command, st.message());
     return false;
   }

@@ -89,7 +89,7 @@ Action add_run_command(CLI::App& app) {
       if (a->json) {
         nlohmann::json j = tasks::run_report_json(r);
         if (r.has_trace) j["diagnosis"] = nlohmann::json::parse(diagnose::report_json(rep));
-        out = j.dump(2) + "\n";
+        out = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
       } else {
         out = tasks::run_report_text(r);
         if (r.has_trace) out += "\n" + diagnose::report_text(rep, true);

@@ -116,7 +116,7 @@ std::string confusion_json(const std::vector<ScenarioScore>& scores) {
     j.push_back({{"scenario", s.name}, {"expected", s.expected}, {"steady_steps", s.steady}, {"correct", s.correct},
                  {"accuracy", s.accuracy}, {"misses", s.misses}, {"cells", cells}});
   }
-  return j.dump(2);
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);  // names are untrusted bytes: invalid UTF-8 becomes U+FFFD
 }
 
 Trace trim_steps(const Trace& t, int steps) {

@@ -328,7 +328,7 @@ std::string cross_rank_json(const CrossRankReport& r, bool standin) {
     j["ranks"].push_back({{"rank", row.rank}, {"steady_steps", row.steady_steps}, {"straggler_steps", row.straggler_steps},
                           {"others_waited_ms", row.waited_ms}, {"interrupted", row.interrupted},
                           {"verdict_as_straggler", row.straggler_steps ? verdict_name(main_verdict(row), standin) : ""}});
-  return j.dump(2);
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);  // names are untrusted bytes: invalid UTF-8 becomes U+FFFD
 }
 
 }  // namespace stalldx::diagnose

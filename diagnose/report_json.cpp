@@ -86,7 +86,7 @@ std::string report_json(const Report& rep) {
                        {"device_records", c.device_records}, {"device_mean_ms", c.device_mean_ms}, {"device_p95_ms", c.device_p95_ms},
                        {"device_bytes_per_range", c.device_bytes_per_range}};
   j["device_busy_sum_ms"] = rep.device_busy_sum_ms;
-  return j.dump(2);
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);  // names are untrusted bytes: invalid UTF-8 becomes U+FFFD
 }
 
 }  // namespace stalldx::diagnose

@@ -133,7 +133,7 @@ std::string sweep_json(const std::vector<SweepPoint>& points, const Recommendati
   j["recommendation"] = r.text;
   if (r.chosen) j["recommended"] = {{"workers", r.chosen->workers}, {"prefetch", r.chosen->prefetch}};
   if (r.best) j["best"] = {{"workers", r.best->workers}, {"prefetch", r.best->prefetch}, {"images_per_second", r.best->images_per_second}};
-  return j.dump(2);
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);  // names are untrusted bytes: invalid UTF-8 becomes U+FFFD
 }
 
 std::string sweep_svg(const std::vector<SweepPoint>& points, const Recommendation& r) {

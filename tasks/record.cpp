@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "stalldx/record/part_format.h"
+#include "stalldx/text.h"
 #include "stalldx/trace_io.h"
 
 namespace stalldx::tasks {
@@ -105,7 +106,7 @@ Status run_record(const RecordOptions& o, RecordResult& r, const StopFlag* stop)
   r.trace.meta.interrupted = !r.child.exited || r.child.stopped;
   std::string cmd;
   for (const std::string& a : o.command) cmd += (cmd.empty() ? "" : " ") + a;
-  r.trace.meta.config["command"] = cmd;
+  r.trace.meta.config["command"] = to_valid_utf8(cmd, &r.merge.non_utf8_bytes);
   r.trace.meta.config["exit_code"] = std::to_string(r.exit_code());
   // Which CUDA records were asked for: a lighter recording explains missing calls and syncs.
   // State queries (cudaGetLastError, ...) are left out by default: their absence is no gap.
@@ -134,6 +135,7 @@ std::string record_summary_text(const RecordResult& r) {
                      p.cuda_records ? ", CUDA records" : p.used_cuda ? ", CUDA used, records lost" : "",
                      p.python_hook.empty() ? "" : fmt::format(", Python hook: {}", p.python_hook), p.command);
   if (m.unclosed) s += fmt::format("  {} ranges never closed (ended at the end of the recording)\n", m.unclosed);
+  if (m.non_utf8_bytes) s += fmt::format("  {} bytes of names or command lines were not UTF-8 (written as U+FFFD)\n", m.non_utf8_bytes);
   if (m.unbalanced_pops) s += fmt::format("  {} NVTX pops without a push (ignored)\n", m.unbalanced_pops);
   if (m.dropped) s += fmt::format("  {} ranges dropped (a thread's part full, or nested deeper than 256)\n", m.dropped);
   s += fmt::format("  steps: {}\n", m.steps.rule == record::StepRule::none ? "none found" : m.steps.found);

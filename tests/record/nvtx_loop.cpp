@@ -12,6 +12,7 @@
 //   --announce        prints "nvtx_loop: step N done" on stderr after each step (a test's readiness line)
 //   --people-names    names as people write them: the step "iter N", the wait "next_batch", the worker's
 //                     "read" and "decode" (no stalldx role name anywhere)
+//   --odd-names       also a range whose name is not UTF-8 and holds an ESC sequence (Linux allows both)
 //   --two-families    the step "pass N" (no dictionary word) with "part N" around its compute: two numbered
 //                     families on one thread, the longer one is the steps
 #include <nvtx3/nvToolsExt.h>
@@ -48,7 +49,7 @@ int main(int argc, char** argv) {
   int steps = 8, workers = 2, exit_code = 0;
   double read_ms = 20, decode_ms = 1, step_ms = 2;
   bool unbalanced = false, unclosed = false, abort_at_end = false, name_thread = false, use_domain = false, announce = false, payload = false,
-       people = false, two_families = false;
+       people = false, two_families = false, odd_names = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? argv[++i] : "0"; };
@@ -67,6 +68,7 @@ int main(int argc, char** argv) {
     else if (a == "--payload") payload = true;
     else if (a == "--people-names") people = true;
     else if (a == "--two-families") two_families = true;
+    else if (a == "--odd-names") odd_names = true;
   }
   int ready[2];
   if (pipe(ready) != 0) return 3;
@@ -132,6 +134,10 @@ int main(int argc, char** argv) {
     if (two_families) {
       std::snprintf(label, sizeof label, "part %d", s);
       push(label);
+    }
+    if (odd_names) {
+      nvtxRangePushA("bad \xff\xfe bytes \x1b[31mred\x1b[0m");
+      nvtxRangePop();
     }
     spin_ms(step_ms);
     if (two_families) pop();

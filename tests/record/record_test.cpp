@@ -1,6 +1,9 @@
 // stalldx record: the role map, step assignment by correlation, and — where the injection library was
 // built — a real program (nvtx_loop: a main thread + forked workers, plain NVTX) recorded end to end.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <nlohmann/json.hpp>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -55,6 +58,20 @@ TEST(RoleMap, UserRulesComeFirstAndBadFilesNameTheLine) {
   EXPECT_NE(bad_toml.message().find("roles.toml:1"), std::string::npos) << bad_toml.message();
   const Status bad_key = RoleMap::parse("[[role]]\nmatch = \"x\"\nrole = \"step\"\npattern = \"y\"\n", "roles.toml", m);
   EXPECT_NE(bad_key.message().find("pattern"), std::string::npos) << bad_key.message();
+}
+
+// The parts folder is the recorded program's to write: a FIFO or a link planted there is refused and
+// counted, never read (a FIFO would block the merge for ever).
+TEST(Merge, NonRegularPartsAreRefusedNotRead) {
+  const std::string dir = stalldx::testing::temp_dir("parts");
+  ASSERT_EQ(::mkfifo((dir + "/123.proc").c_str(), 0600), 0);
+  ASSERT_EQ(::symlink("/etc/passwd", (dir + "/124.names").c_str()), 0);
+  Trace t;
+  MergeReport rep;
+  ASSERT_TRUE(merge_parts(dir, RoleMap::defaults(), MergeOptions{}, t, rep).is_ok());
+  EXPECT_EQ(rep.unreadable_parts, 2u);
+  ASSERT_EQ(rep.problems.size(), 2u);
+  EXPECT_NE(rep.problems[0].find("not a regular file"), std::string::npos) << rep.problems[0];
 }
 
 // A kernel launched in step 1 that runs into step 2's time belongs to step 1 (its call's step).
@@ -225,6 +242,23 @@ TEST(Record, OfTwoNumberedFamiliesTheLongerIsTheStepsAndTheReportSaysWhich) {
   const Recorded o = record("--steps 8 --workers 1 --read-ms 5 --decode-ms 1 --step-ms 2 --two-families", "--step '^part'");
   ASSERT_EQ(o.rc, 0) << o.log;
   EXPECT_NE(o.log.find("steps: 8 ranges named as steps ('part"), std::string::npos) << o.log;
+}
+
+// Names are bytes: one that is not UTF-8 and carries an ESC sequence is written as valid UTF-8 (counted),
+// the trace reads back, --json parses, and no control character reaches the terminal.
+TEST(Record, NamesThatAreNotUtf8NorPrintableNeitherBreakTheTraceNorTheTerminal) {
+  const Recorded r = record("--steps 4 --workers 1 --read-ms 1 --odd-names", "--json");
+  ASSERT_EQ(r.rc, 0) << r.log;
+  EXPECT_NE(r.log.find("were not UTF-8"), std::string::npos) << r.log;
+  EXPECT_EQ(r.log.find('\x1b'), std::string::npos) << "an ESC reached the terminal";
+  Trace t;
+  ASSERT_TRUE(read_trace_file(r.trace_path, t).is_ok()) << r.log;
+  bool replaced = false;
+  for (const std::string& n : t.names) replaced = replaced || n.find("\xEF\xBF\xBD") != std::string::npos;
+  EXPECT_TRUE(replaced);
+  const std::size_t json_at = r.log.find("{\n");
+  ASSERT_NE(json_at, std::string::npos) << r.log;
+  EXPECT_FALSE(nlohmann::json::parse(r.log.substr(json_at), nullptr, false).is_discarded()) << r.log.substr(json_at, 500);
 }
 
 TEST(Record, UnbalancedPopsAndUnclosedRangesAreCountedNotFatal) {

@@ -14,6 +14,7 @@
 
 #include "stalldx/record/part_format.h"
 #include "stalldx/record/step_inference.h"
+#include "stalldx/text.h"
 #include "stalldx/trace_io.h"
 
 namespace stalldx::record {
@@ -67,7 +68,7 @@ void read_names(const fs::path& path, ProcessParts& p, MergeReport& rep) {
     const char kind = line[0];
     std::int64_t id = 0;
     if (!parse_int(line.substr(2, t2 - 2), id)) continue;
-    std::string value = unescape(line.substr(t2 + 1));
+    std::string value = to_valid_utf8(unescape(line.substr(t2 + 1)), &rep.non_utf8_bytes);
     if (kind == 'n') p.names[static_cast<std::uint32_t>(id)] = std::move(value);
     else if (kind == 'd') p.domains[static_cast<std::uint32_t>(id)] = std::move(value);
     else if (kind == 't') p.thread_names[id] = std::move(value);
@@ -75,24 +76,24 @@ void read_names(const fs::path& path, ProcessParts& p, MergeReport& rep) {
   }
 }
 
-void read_proc(const fs::path& path, ProcessParts& p) {
+void read_proc(const fs::path& path, ProcessParts& p, MergeReport& rep) {
   std::string text;
   if (!read_text_file(path.string(), text).is_ok()) return;
   const auto t1 = text.find('\t');
   const auto t2 = t1 == std::string::npos ? t1 : text.find('\t', t1 + 1);
   if (t2 == std::string::npos) return;
   parse_int(std::string_view(text).substr(t1 + 1, t2 - t1 - 1), p.info.ppid);
-  p.info.command = text.substr(t2 + 1);
+  p.info.command = to_valid_utf8(text.substr(t2 + 1), &rep.non_utf8_bytes);
   while (!p.info.command.empty() && p.info.command.back() == '\n') p.info.command.pop_back();
 }
 
 // Reads one thread's range file into `t` (lane `lane`). Only the records the header publishes count.
 Status read_ranges(const fs::path& path, const ProcessParts& p, const RoleMap& roles, const MergeOptions& o, std::uint32_t lane,
                    Trace& t, MergeReport& rep, std::int64_t& tid, std::uint64_t& pthread, bool& any_cpu) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) return Status::io(fmt::format("{}: cannot open", path.string()));
   struct stat st{};
-  if (fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) < sizeof(PartHeader)) {
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::size_t>(st.st_size) < sizeof(PartHeader)) {
     ::close(fd);
     return Status::parse(fmt::format("{}: shorter than its header", path.string()));
   }
@@ -251,13 +252,19 @@ Status merge_parts(const std::string& dir, const RoleMap& roles, const MergeOpti
   if (ec) return Status::io(fmt::format("{}: {}", dir, ec.message()));
   for (const fs::directory_entry& e : it) {
     const std::string f = e.path().filename().string();
+    // Only regular files: a FIFO planted there would block the merge, a link would read elsewhere.
+    if (e.is_symlink(ec) || !e.is_regular_file(ec)) {
+      rep.unreadable_parts++;
+      rep.problems.push_back(fmt::format("{}: not a regular file (refused)", e.path().string()));
+      continue;
+    }
     const auto dot = f.find('.');
     std::int64_t pid = 0;
     if (dot == std::string::npos || !parse_int(std::string_view(f).substr(0, dot), pid)) continue;
     ProcessParts& p = procs[pid];
     p.info.pid = pid;
     const std::string rest = f.substr(dot);
-    if (rest == ".proc") read_proc(e.path(), p);
+    if (rest == ".proc") read_proc(e.path(), p, rep);
     else if (rest == ".names") read_names(e.path(), p, rep);
     else if (rest == ".cuda.started") p.info.used_cuda = true;
     else if (rest == ".cuda.json") p.info.cuda_records = true;

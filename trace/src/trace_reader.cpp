@@ -9,6 +9,8 @@
 
 #include <zlib.h>
 
+#include <cstdlib>
+
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -257,15 +259,33 @@ struct ErrorFinder : nlohmann::json_sax<nlohmann::json> {
 };
 }  // namespace
 
+InputLimits input_limits() {
+  InputLimits l;
+  if (const char* env = std::getenv(kMaxInputEnv); env != nullptr && *env != '\0') {
+    char* end = nullptr;
+    const unsigned long long mb = std::strtoull(env, &end, 10);
+    if (end != env && *end == '\0' && mb > 0) {
+      l.max_bytes = mb << 20;
+      l.max_ratio = 0;  // the user's bound replaces both
+    }
+  }
+  return l;
+}
+
 Status read_text_file(const std::string& path, std::string& out) {
   out.clear();
+  struct stat sb {};
+  if (::stat(path.c_str(), &sb) != 0) return Status::io(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
+  if (S_ISDIR(sb.st_mode)) return Status::invalid(fmt::format("'{}' is a folder, not a file", path));
   gzFile f = gzopen(path.c_str(), "rb");  // reads plain files as they are, gzip (.gz) files decompressed
   if (f == nullptr) return Status::io(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
   gzbuffer(f, 1u << 20);
   // Room for the file (a plain file's size; gzip grows past it) plus the parser's padding, so the JSON
   // parser reads the text in place.
-  struct stat sb {};
-  if (::stat(path.c_str(), &sb) == 0 && sb.st_size > 0) out.reserve(static_cast<std::size_t>(sb.st_size) + simdjson::SIMDJSON_PADDING);
+  if (sb.st_size > 0) out.reserve(static_cast<std::size_t>(sb.st_size) + simdjson::SIMDJSON_PADDING);
+  // Decompression is bounded (a 6 MB gzip file can expand to 6 GB): absolutely, and for gzip by ratio.
+  const InputLimits limits = input_limits();
+  const std::uint64_t by_ratio = limits.max_ratio > 0 ? std::max<std::uint64_t>(std::uint64_t(sb.st_size) * limits.max_ratio, 64u << 20) : UINT64_MAX;
   std::string chunk(1u << 20, '\0');
   for (;;) {
     const int n = gzread(f, chunk.data(), static_cast<unsigned>(chunk.size()));
@@ -277,6 +297,17 @@ Status read_text_file(const std::string& path, std::string& out) {
     }
     if (n == 0) break;
     out.append(chunk.data(), static_cast<std::size_t>(n));
+    const bool gzip = gzdirect(f) == 0;
+    const std::uint64_t bound = gzip ? std::min<std::uint64_t>(limits.max_bytes, by_ratio) : limits.max_bytes;
+    if (out.size() > bound) {
+      gzclose(f);
+      out.clear();
+      out.shrink_to_fit();
+      return Status::invalid(fmt::format("'{}' expands past {} MB{} — refused as a guard against decompression bombs; set {}=<MB> to "
+                                         "allow more",
+                                         path, bound >> 20, gzip && bound == by_ratio ? fmt::format(" ({}x its {} bytes)", limits.max_ratio, sb.st_size) : "",
+                                         kMaxInputEnv));
+    }
   }
   if (out.capacity() - out.size() < simdjson::SIMDJSON_PADDING) out.reserve(out.size() + simdjson::SIMDJSON_PADDING);
   const int rc = gzclose(f);

@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "stalldx/output_file.h"
+#include "stalldx/text.h"
 #include "stalldx/trace_io.h"
 
 namespace stalldx {
@@ -24,7 +25,9 @@ constexpr int kHostPid = 1;
 constexpr int kFirstProcessPid = 1000;  // above the device lanes (100 + device)
 int device_pid(std::int32_t device) { return 100 + device; }  // -1 (host stand-in) -> 99
 
-void append_escaped(std::string& out, const std::string& s) {
+// JSON string of `s`; bytes that are not valid UTF-8 become U+FFFD (names are untrusted bytes).
+void append_escaped(std::string& out, const std::string& raw) {
+  const std::string s = to_valid_utf8(raw);
   out.push_back('"');
   for (unsigned char c : s) {
     switch (c) {

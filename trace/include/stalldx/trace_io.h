@@ -3,6 +3,7 @@
 #pragma once
 
 #include <iosfwd>
+#include <cstdint>
 #include <string>
 
 #include "stalldx/status.h"
@@ -21,5 +22,15 @@ Status read_trace_json(const std::string& text, Trace& out);
 Status read_trace_file(const std::string& path, Trace& out);
 // A whole file as text, gunzipped when it is gzip.
 Status read_text_file(const std::string& path, std::string& out);
+
+// Bounds on what read_text_file expands: `max_bytes` in all (default 4 GiB) and, for gzip, `max_ratio`
+// times the compressed size (default 200x, at least 64 MB); $STALLDX_MAX_INPUT_MB replaces both. A file
+// past them is refused with a message naming the bound and the variable. A pipe is read (diagnose <(zcat x)).
+inline constexpr const char* kMaxInputEnv = "STALLDX_MAX_INPUT_MB";
+struct InputLimits {
+  std::uint64_t max_bytes = std::uint64_t{4} << 30;
+  std::uint64_t max_ratio = 200;
+};
+InputLimits input_limits();
 
 }  // namespace stalldx

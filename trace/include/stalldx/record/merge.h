@@ -31,6 +31,7 @@ struct MergeReport {
   std::uint64_t ranges = 0, unclosed = 0, unbalanced_pops = 0, dropped = 0, unreadable_parts = 0;
   std::uint64_t demoted_steps = 0;  // step-role ranges off the consumer thread or nested in another step
   std::vector<std::string> problems;  // one line each, naming the file
+  std::size_t non_utf8_bytes = 0;      // bytes of names and command lines that were not UTF-8 (replaced by U+FFFD)
   StepEvidence steps;                  // which rule found the steps (step_inference.h)
 };
 
