@@ -13,5 +13,5 @@ function(stalldx_check_links target)
   endforeach()
 endfunction()
 
-stalldx_check_links(stalldx_trace fmt::fmt nlohmann_json::nlohmann_json ZLIB::ZLIB simdjson::simdjson PkgConfig::RE2)
+stalldx_check_links(stalldx_trace fmt::fmt nlohmann_json::nlohmann_json ZLIB::ZLIB simdjson::simdjson ${RE2_LIBRARY})
 stalldx_check_links(stalldx_diagnose stalldx_trace fmt::fmt nlohmann_json::nlohmann_json)

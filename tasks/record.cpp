@@ -30,27 +30,29 @@ int RecordResult::exit_code() const {
   return 128 + child.signal;
 }
 
-std::string find_inject_library(const std::string& exe) {
-  if (const char* env = std::getenv("STALLDX_INJECT_LIBRARY"); env != nullptr && *env != '\0') return env;
+namespace {
+// $`env` when set, else the first of `relative` (to the folder of `exe`, or of this executable) that
+// holds `marker`; empty when none does.
+std::string find_beside(const std::string& exe, const char* env, std::initializer_list<const char*> relative, const char* marker) {
+  if (const char* v = std::getenv(env); v != nullptr && *v != '\0') return v;
   std::error_code ec;
   const fs::path self = fs::canonical(exe.empty() ? fs::path("/proc/self/exe") : fs::path(exe), ec);
   if (ec) return "";
-  const fs::path dir = self.parent_path();
-  for (const fs::path& p : {dir / ".." / "profiler" / "inject" / "libstalldx_inject.so", dir / ".." / "lib" / "libstalldx_inject.so",
-                            dir / "libstalldx_inject.so"})
-    if (fs::exists(p, ec)) return fs::weakly_canonical(p, ec).string();
+  for (const char* r : relative) {
+    const fs::path p = self.parent_path() / r;
+    if (fs::exists(*marker ? p / marker : p, ec)) return fs::weakly_canonical(p, ec).string();
+  }
   return "";
+}
+}  // namespace
+
+std::string find_inject_library(const std::string& exe) {
+  return find_beside(exe, "STALLDX_INJECT_LIBRARY",
+                     {"../profiler/inject/libstalldx_inject.so", "../lib/libstalldx_inject.so", "libstalldx_inject.so"}, "");
 }
 
 std::string find_python_hook(const std::string& exe) {
-  if (const char* env = std::getenv("STALLDX_PYTHON_HOOK_DIR"); env != nullptr && *env != '\0') return env;
-  std::error_code ec;
-  const fs::path self = fs::canonical(exe.empty() ? fs::path("/proc/self/exe") : fs::path(exe), ec);
-  if (ec) return "";
-  const fs::path dir = self.parent_path();
-  for (const fs::path& p : {dir / ".." / "profiler" / "python", dir / ".." / "share" / "stalldx" / "python", dir / "stalldx_python"})
-    if (fs::exists(p / "sitecustomize.py", ec)) return fs::weakly_canonical(p, ec).string();
-  return "";
+  return find_beside(exe, "STALLDX_PYTHON_HOOK_DIR", {"../profiler/python", "../share/stalldx/python", "stalldx_python"}, "sitecustomize.py");
 }
 
 namespace {
