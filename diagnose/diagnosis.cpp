@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "copy_evidence.h"
+#include "stalldx/record/step_inference.h"
 #include "input_split.h"
 #include "summaries.h"
 #include "trace_index.h"
@@ -334,6 +335,11 @@ Report diagnose(const Trace& t, const Thresholds& th) {
     cov.notes.push_back(cov.cupti ? "CUPTI was on but recorded no device work: verdicts are not given, only host waits"
                                   : "device records were not collected (CUPTI off or unavailable): no verdicts, host waits only");
   }
+  // Steps the program did not mark (record/step_inference.h): from the period of its CUDA activity.
+  record::StepRule rule = record::StepRule::none;
+  if (auto it = t.meta.config.find("steps_rule"); it != t.meta.config.end() && record::step_rule_from_name(it->second, rule) &&
+                                                   rule == record::StepRule::cuda_period)
+    lowered.push_back("steps inferred from the period of the CUDA activity, not marked by the program");
   if (ix.steps.empty()) {
     std::size_t device_work = 0;
     for (const DeviceActivity& a : t.activities) device_work += is_device_work(a.kind) ? 1 : 0;

@@ -5,7 +5,9 @@
 
 #include <chrono>
 
+#include "stalldx/diagnose/diagnosis.h"
 #include "stalldx/name_pattern.h"
+#include "stalldx/record/merge.h"
 #include "stalldx/record/part_format.h"
 #include "stalldx/record/role_map.h"
 #include "stalldx/record/step_inference.h"
@@ -181,6 +183,10 @@ TEST(StepInference, WithNoRangesTheBatchSizedCopyMarksEachStep) {
   EXPECT_EQ(ev.rule, StepRule::cuda_period);
   EXPECT_NE(ev.found.find("4194304-byte"), std::string::npos) << ev.found;
   EXPECT_EQ(b.steps(), 7);
+  assign_steps(b.t);
+  const diagnose::Report rep = diagnose::diagnose(b.t);
+  EXPECT_EQ(rep.steps.size(), 7u);
+  EXPECT_NE(rep.coverage.confidence.find("period of the CUDA activity"), std::string::npos) << rep.coverage.confidence;
 }
 
 TEST(StepInference, WithNoCopiesTheKernelThatRecursOncePerPeriod) {
