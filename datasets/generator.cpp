@@ -1,6 +1,7 @@
 #include "stalldx/datasets/generator.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 #include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
 #include <turbojpeg.h>
@@ -54,7 +55,11 @@ struct Entry {
 
 // Through a temporary name: an image file that exists is whole (what --resume relies on).
 Status write_file(const fs::path& p, const unsigned char* data, std::size_t n) {
-  const fs::path tmp = p.string() + ".partial";
+  std::string tmp_name;
+  const int fd = create_temp_beside(p.string(), tmp_name);  // exclusive: a link planted there is never followed
+  if (fd < 0) return Status::io(fmt::format("cannot create a temporary file beside '{}': {}", p.string(), std::strerror(errno)));
+  ::close(fd);
+  const fs::path tmp = tmp_name;
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(n));

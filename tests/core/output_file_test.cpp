@@ -15,6 +15,12 @@
 
 namespace stalldx {
 namespace {
+// Any temporary file left in `dir` (name.partial-XXXXXX), links planted by a test aside.
+bool has_partial(const std::string& dir) {
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().filename().string().find(".partial-") != std::string::npos) return true;
+  return false;
+}
 
 using testing::read_file;
 using testing::temp_dir;
@@ -41,7 +47,19 @@ TEST(OutputFile, RefusesDeviceNodesFoldersFifosAndPathsInsideTheDataset) {
   EXPECT_TRUE(check_output_path(dir + "/t.json", in_data).is_ok());
   EXPECT_TRUE(in_data.replaced);
   EXPECT_EQ(check_output_path("/nonexistent-dir/t.json", c).code(), Status::Code::io_error);
-  EXPECT_FALSE(std::filesystem::exists(dir + "/t.json.partial"));
+  EXPECT_FALSE(has_partial(dir));
+}
+
+// A link planted where a temporary file would go is never followed: the temporary name is new and
+// created exclusively; the link's target stays as it was.
+TEST(OutputFile, APlantedLinkAtTheTemporaryNameIsNeverFollowed) {
+  const std::string dir = temp_dir("planted");
+  write_file(dir + "/victim", "precious");
+  ASSERT_EQ(::symlink((dir + "/victim").c_str(), (dir + "/out.json.partial").c_str()), 0);
+  ASSERT_TRUE(write_file_atomic(dir + "/out.json", "report").is_ok());
+  Trace t;
+  ASSERT_TRUE(write_trace_file(t, dir + "/out.json").is_ok());
+  EXPECT_EQ(read_file(dir + "/victim"), "precious");
 }
 
 TEST(OutputFile, AtomicWriteReplacesRegularFilesOnlyAndLeavesNoPartial) {
@@ -49,7 +67,7 @@ TEST(OutputFile, AtomicWriteReplacesRegularFilesOnlyAndLeavesNoPartial) {
   ASSERT_TRUE(write_file_atomic(dir + "/a.txt", "one").is_ok());
   ASSERT_TRUE(write_file_atomic(dir + "/a.txt", "two").is_ok());
   EXPECT_EQ(read_file(dir + "/a.txt"), "two");
-  EXPECT_FALSE(std::filesystem::exists(dir + "/a.txt.partial"));
+  EXPECT_FALSE(has_partial(dir));
   struct stat before {};
   ASSERT_EQ(stat("/dev/null", &before), 0);
   EXPECT_FALSE(write_file_atomic("/dev/null", "x").is_ok());
@@ -90,13 +108,13 @@ TEST(OutputFile, DiskFullFailsLoudlyAndKeepsTheOldFile) {
   const Status st = write_file_atomic(dir + "/r.json", std::string(1 << 20, 'x'));
   EXPECT_EQ(st.code(), Status::Code::io_error) << st.message();
   EXPECT_EQ(read_file(dir + "/r.json"), "old");
-  EXPECT_FALSE(std::filesystem::exists(dir + "/r.json.partial"));
+  EXPECT_FALSE(has_partial(dir));
   EXPECT_FALSE(append_file(dir + "/rows.csv", std::string(1 << 20, 'x')).is_ok());
   Trace big;
   for (int i = 0; i < 5000; ++i) big.ranges.push_back(HostRange{i, i + 1});
   big.threads.push_back(ThreadInfo{0, 1, "t", 0});
   EXPECT_FALSE(write_trace_file(big, dir + "/t.json").is_ok());
-  EXPECT_FALSE(std::filesystem::exists(dir + "/t.json.partial"));
+  EXPECT_FALSE(has_partial(dir));
   umount(dir.c_str());
 }
 

@@ -78,11 +78,18 @@ Status refuse_non_regular(const std::string& path) {
   return Status::ok();
 }
 
+int create_temp_beside(const std::string& path, std::string& tmp) {
+  tmp = path + ".partial-XXXXXX";
+  const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);  // O_CREAT | O_EXCL: never follows a planted link
+  if (fd >= 0) ::fchmod(fd, 0644);
+  return fd;
+}
+
 Status write_file_atomic(const std::string& path, std::string_view content) {
   if (Status st = refuse_non_regular(path); !st.is_ok()) return st;
-  const std::string tmp = path + ".partial";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::io(fmt::format("cannot create '{}': {}", tmp, std::strerror(errno)));
+  std::string tmp;
+  const int fd = create_temp_beside(path, tmp);
+  if (fd < 0) return Status::io(fmt::format("cannot create a temporary file beside '{}': {}", path, std::strerror(errno)));
   Status w = write_all(fd, content);
   if (w.is_ok() && ::fsync(fd) != 0) w = Status::io(std::strerror(errno));
   if (::close(fd) != 0 && w.is_ok()) w = Status::io(std::strerror(errno));

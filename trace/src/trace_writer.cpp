@@ -2,6 +2,7 @@
 // exactly three decimals, so every nanosecond survives the round trip (and double precision holds for
 // runs of days). Hand-formatted with fmt for speed; the reader uses a JSON library.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cmath>
@@ -242,7 +243,10 @@ Status write_trace_json(const Trace& t, std::ostream& os) {
 
 Status write_trace_file(const Trace& trace, const std::string& path) {
   if (Status st = refuse_non_regular(path); !st.is_ok()) return st;
-  const std::string tmp = path + ".partial";
+  std::string tmp;
+  const int fd = create_temp_beside(path, tmp);  // our own new file: a link planted beside the trace is never followed
+  if (fd < 0) return Status::io(fmt::format("cannot create a temporary file beside trace '{}': {}", path, std::strerror(errno)));
+  ::close(fd);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return Status::io(fmt::format("cannot open trace file '{}' for writing: {}", tmp, std::strerror(errno)));

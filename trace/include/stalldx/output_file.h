@@ -27,6 +27,9 @@ Status check_output_path(const std::string& path, OutputCheck& check);
 // Writes `content` to `path` through `path.partial` (fsync'ed, then renamed over it): a reader never
 // sees half a file, and on failure (disk full) the old file is untouched and no partial is left.
 // Refuses a path that exists as anything but a regular file.
+// A new file `path`.partial-XXXXXX, created exclusively (a file or link already at that name is never
+// followed or truncated); its name in `tmp`, its descriptor returned (-1 with errno on failure).
+int create_temp_beside(const std::string& path, std::string& tmp);
 Status write_file_atomic(const std::string& path, std::string_view content);
 
 // Appends `content` to `path` (created when missing) and fsyncs it: a line that was reported written is
