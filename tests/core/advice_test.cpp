@@ -274,8 +274,7 @@ TEST(Advice, BurstsOfBatchesAreInputBoundThoughMostStepsAreNot) {
   EXPECT_EQ(r.steps[4].verdict, Verdict::retrieval) << r.steps[4].evidence;
   EXPECT_EQ(r.steps[5].verdict, Verdict::device_bound) << r.steps[5].evidence;
   EXPECT_EQ(r.summary.dominant, "device-bound");
-  // Counted by steps the run looks device-bound; weighed by time it is input-bound, and the headline
-  // (the first line of every report) says so.
+  // Counted by steps device-bound; weighed by time input-bound, as the headline (the first line) says.
   EXPECT_EQ(r.summary.headline.bound, Bound::input) << r.summary.headline.text;
   EXPECT_GT(r.summary.headline.retrieval, 0.5) << r.summary.headline.text;
   EXPECT_EQ(report_text(r).rfind("input-bound: the loop waited on input", 0), 0u) << report_text(r).substr(0, 300);
