@@ -1,4 +1,5 @@
 #include "config_check.h"
+#include "stalldx/run_config.h"
 
 #include <fmt/format.h>
 
@@ -106,6 +107,15 @@ Status check_config_file(const std::string& path, CLI::App& app) {
       return Status::invalid(fmt::format("{}:{}: unknown key '{}' in [{}]; nearest valid keys: {} (all: stalldx {} --help)", path, lineno,
                                          key, table, nearest(key, valid), table));
     if (!seen.insert(key).second) return Status::invalid(fmt::format("{}:{}: key '{}' appears twice in [{}]", path, lineno, key, table));
+    // A [run] value of the wrong type or out of range is named here, with its file and line (the option
+    // parser would name only the option). [sweep] values are lists, checked by sweep itself.
+    if (table == "run")
+      if (const RunField* f = find_run_field(key)) {
+        std::string value = trim(t.substr(eq + 1));
+        if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
+        RunConfig probe;
+        if (Status st = f->assign(probe, value); !st.is_ok()) return Status::invalid(fmt::format("{}:{}: {}", path, lineno, st.message()));
+      }
   }
   return Status::ok();
 }

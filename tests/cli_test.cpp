@@ -98,6 +98,13 @@ TEST(Cli, ConfigErrorsNameTheFileTheLineTheKeyAndTheNearestValidKeys) {
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find(file + ":2: unknown key 'read-latency-msec' in [run]"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("read-latency-ms"), std::string::npos) << r.out;
+  // A value of the wrong type names the file and its line too, not only the option.
+  for (const char* bad : {"wrong_type", "nan_value", "zero_workers"}) {
+    const std::string f = fmt::format("{}/bad_configs/{}.toml", STALLDX_TEST_DATA, bad);
+    const Result w = run("run --config " + f);
+    EXPECT_EQ(w.code, 2) << w.out;
+    EXPECT_NE(w.out.find(f + ":"), std::string::npos) << w.out;
+  }
   const Result d = run(fmt::format("run --config {}/bad_configs/duplicate_table.toml", STALLDX_TEST_DATA));
   EXPECT_NE(d.out.find(":4: table [run] appears twice"), std::string::npos) << d.out;
 }
