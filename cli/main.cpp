@@ -34,12 +34,14 @@ bool print_checked(std::string_view command, std::string_view text) {
 }  // namespace stalldx::cli
 
 namespace {
-void on_signal(int sig) { stalldx::cli::stop_flag().raise(sig); }
-void on_signal_exit(int sig) { _exit(sig == SIGTERM ? 143 : 130); }
-void install(void (*handler)(int)) {
+// SI_KERNEL: the terminal's line discipline sent it (Ctrl-C to the foreground group), not kill().
+void on_signal(int sig, siginfo_t* info, void*) { stalldx::cli::stop_flag().raise(sig, info != nullptr && info->si_code == SI_KERNEL); }
+void on_signal_exit(int sig, siginfo_t*, void*) { _exit(sig == SIGTERM ? 143 : 130); }
+void install(void (*handler)(int, siginfo_t*, void*)) {
   // No SA_RESTART: a blocking call returns EINTR, so every wait sees the flag promptly.
   struct sigaction sa {};
-  sa.sa_handler = handler;
+  sa.sa_sigaction = handler;
+  sa.sa_flags = SA_SIGINFO;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);

@@ -1,6 +1,6 @@
-// `stalldx record [options] -- CMD [ARGS...]`: options and printing only; the procedure is
-// tasks::run_record. Exits with CMD's exit code (127 when it could not start; 2 for bad options, before
-// CMD starts).
+// `stalldx record [options] -- CMD [ARGS...]` and `stalldx record --merge DIR`: options and printing
+// only; the procedures are tasks::run_record / merge_record. Exits with CMD's exit code (127 when it
+// could not start; 2 for bad options, before CMD starts; 1 when CMD succeeded but the recording failed).
 #include <fmt/format.h>
 
 #include <memory>
@@ -16,7 +16,7 @@ namespace stalldx::cli {
 namespace {
 struct RecordArgs {
   tasks::RecordOptions options;
-  std::string roles, step, svg, html;
+  std::string roles, step, svg, html, merge;
   bool json = false, no_summaries = false, no_python_hook = false;
   diagnose::Thresholds th;
 };
@@ -40,15 +40,26 @@ Action add_record_command(CLI::App& app) {
   sub->add_flag("--no-python-hook", a->no_python_hook,
                 "do not load the PyTorch hook into Python programs (it marks DataLoader waits, loader work and loop iterations)");
   sub->add_flag("--keep-parts", a->options.keep_parts, "keep the per-process part files (their folder is printed)");
+  sub->add_option("--merge", a->merge,
+                  "merge a parts folder left behind (record killed, --keep-parts, a failed write) into --trace; no command")
+      ->check(CLI::ExistingDirectory);
+  sub->add_option("--kill-after", a->options.kill_after_s,
+                  "a second Ctrl-C sends the command SIGTERM, and SIGKILL this many seconds later (a third: at once)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
   sub->add_flag("--json", a->json, "print the report as JSON");
   sub->add_option("--svg", a->svg, "write a per-step busy + stall chart as SVG");
   sub->add_option("--html", a->html, "write the report as one self-contained HTML page");
   sub->add_flag("--no-summaries", a->no_summaries, "leave out the summary tables");
   add_threshold_options(*sub, a->th);
-  sub->add_option("command", a->options.command, "the program and its arguments, after --")->required();
-  sub->footer("Example: stalldx record --trace train.json -- python train.py --epochs 1");
+  sub->add_option("command", a->options.command, "the program and its arguments, after --");
+  sub->footer("Example: stalldx record --trace train.json -- python train.py --epochs 1\n"
+              "Ctrl-C is passed to the command; a second one ends it (SIGTERM, then SIGKILL after --kill-after).");
   return [a] {
     // Everything the user gave is checked before CMD starts (exit 2).
+    if (a->merge.empty() == a->options.command.empty())
+      return fail_input("record", Status::invalid(a->merge.empty() ? "no command: stalldx record [options] -- CMD [ARGS...]"
+                                                                   : "--merge DIR takes no command"));
     if (!a->roles.empty())
       if (Status st = record::RoleMap::load(a->roles, a->options.roles); !st.is_ok()) return fail_input("record", st);
     if (!a->step.empty())
@@ -60,19 +71,23 @@ Action add_record_command(CLI::App& app) {
     }
     a->options.inject_library = tasks::find_inject_library("");
     if (!a->no_python_hook) a->options.python_hook_dir = tasks::find_python_hook("");
+    a->options.notice = [](const std::string& line) { note("stalldx record: {}\n", line); };
     tasks::RecordResult r;
-    if (Status st = tasks::run_record(a->options, r, &stop_flag()); !st.is_ok()) return fail("record", st);
+    const Status st = a->merge.empty() ? tasks::run_record(a->options, r, &stop_flag()) : tasks::merge_record(a->merge, a->options, r, &stop_flag());
+    if (!st.is_ok()) return fail("record", st);
     note("{}", tasks::record_summary_text(r));
     if (!r.started) return r.exit_code();
+    if (!r.recording_error.empty()) return tasks::record_exit_code(r);
     if (a->options.keep_parts) note("  parts kept in {}\n", r.parts_dir);
-    note("  trace: {}\n", a->options.trace);
+    note("  trace: {}\n", r.trace_path);
     const diagnose::Report rep = diagnose::diagnose(r.trace, a->th);
     const std::string out = a->json ? diagnose::report_json(rep) + "\n" : diagnose::report_text(rep, !a->no_summaries);
     if (!print_checked("record", out)) return r.exit_code() != 0 ? r.exit_code() : 1;
+    if (stop_flag().stopped() && r.merged_only) return stop_flag().exit_code();
     if (!a->svg.empty())
       if (Status st = write_file_atomic(a->svg, diagnose::report_svg(rep)); !st.is_ok()) fail("record", st);
     if (!a->html.empty())
-      if (Status st = write_file_atomic(a->html, diagnose::report_html(rep, a->options.trace)); !st.is_ok()) fail("record", st);
+      if (Status st = write_file_atomic(a->html, diagnose::report_html(rep, r.trace_path)); !st.is_ok()) fail("record", st);
     return r.exit_code();
   };
 }

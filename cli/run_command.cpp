@@ -9,6 +9,7 @@
 #include "stalldx/diagnose/diagnosis.h"
 #include "stalldx/output_file.h"
 #include "stalldx/pipeline/runner.h"
+#include "stalldx/output_claim.h"
 #include "stalldx/ranks/world.h"
 #include "stalldx/tasks/run_report.h"
 #include "stalldx/trace_io.h"
@@ -50,8 +51,11 @@ Action add_run_command(CLI::App& app) {
       if (!st.is_ok()) return fail("run", Status::io(fmt::format("cannot make the default dataset: {}", st.message())));
     }
     OutputCheck trace_check{"trace", c.data};
-    if (!c.trace.empty())
+    OutputClaim trace_claim;  // one writer per trace: a second run on this path is refused at its start
+    if (!c.trace.empty()) {
       if (Status st = check_output_path(c.trace, trace_check); !st.is_ok()) return fail_input("run", st);
+      if (Status st = trace_claim.claim(c.trace); !st.is_ok()) return fail_input("run", st);
+    }
     if (!a->html.empty()) {
       if (!c.profile) return fail("run", Status::invalid(fmt::format("--html '{}' with --no-profile: there would be no diagnosis", a->html)));
       OutputCheck html_check{"HTML report", c.data};

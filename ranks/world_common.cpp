@@ -40,22 +40,5 @@ Status configure_rank(const World& w, RunConfig& c) {
   return Status::ok();
 }
 
-std::string rank_trace_path(const std::string& path, int rank) {
-  const std::filesystem::path p(path);
-  std::string ext = p.extension().string(), stem = p.stem().string();
-  if (ext == ".gz") {  // out.json.gz -> out.rank2.json.gz
-    const std::filesystem::path inner(stem);
-    ext = inner.extension().string() + ext;
-    stem = inner.stem().string();
-  }
-  return (p.parent_path() / fmt::format("{}.rank{}{}", stem, rank, ext)).string();
-}
-
-std::string rank_trace_pattern(const std::string& rank_path, int rank) {
-  std::string p = rank_path;
-  const std::string mine = fmt::format(".rank{}", rank);
-  if (const auto at = p.rfind(mine); at != std::string::npos) p.replace(at, mine.size(), ".rank*");
-  return p;
-}
 
 }  // namespace stalldx::ranks

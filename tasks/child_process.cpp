@@ -6,6 +6,9 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -45,9 +48,11 @@ Status run_child(const std::vector<std::string>& argv, const ChildOptions& optio
     posix_spawn_file_actions_addopen(&fa, 1, options.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
   }
+  // The child leads its own group unless the terminal is ours to share (child_process.h).
+  const bool own_group = options.own_process_group && !isatty(STDIN_FILENO);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
-  if (options.own_process_group) {
+  if (own_group) {
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
     posix_spawnattr_setpgroup(&attr, 0);
   }
@@ -57,22 +62,78 @@ Status run_child(const std::vector<std::string>& argv, const ChildOptions& optio
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) return Status::unavailable(fmt::format("cannot start '{}': {}", argv[0], std::strerror(rc)));
-  bool signalled = false;
+  return wait_child(pid, own_group, options, result, stop);
+}
+
+namespace {
+std::int64_t now_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+}
+}  // namespace
+
+Status wait_child(int pid, bool own_group, const ChildOptions& options, ChildResult& result, const StopFlag* stop) {
+  auto say = [&](const std::string& line) {
+    if (options.notice) options.notice(line);
+  };
+  // A signal for the child: to its group when it leads one (its own children too), else to it alone
+  // (our group is shared with it). SIGCONT follows, so a suspended child acts on it.
+  auto send = [&](int sig) {
+    kill(own_group ? -pid : pid, sig);
+    if (sig != SIGKILL) kill(own_group ? -pid : pid, SIGCONT);
+  };
+  int acted_on = 0;          // stop raises handled so far
+  std::int64_t kill_at = 0;  // when SIGKILL follows an escalation's SIGTERM (ms, CLOCK_MONOTONIC); 0 = none, -1 = sent
   for (;;) {
     int status = 0;
-    const pid_t w = waitpid(pid, &status, WNOHANG);
+    const pid_t w = waitpid(pid, &status, WNOHANG | WUNTRACED);
+    if (w == pid && WIFSTOPPED(status)) {
+      const int sig = WSTOPSIG(status);
+      result.suspended_by = sig;
+      if (acted_on > 0) {
+        kill(own_group ? -pid : pid, SIGCONT);  // being ended: it must run to act on the signal
+      } else if (sig == SIGTTIN || sig == SIGTTOU) {
+        say(fmt::format("the command (pid {}) is suspended by {}: it used the terminal while stalldx is in the background; "
+                        "`fg` gives it the terminal, Ctrl-C ends it", pid, sigabbrev_np(sig) ? sigabbrev_np(sig) : "?"));
+      } else if (!(sig == SIGTSTP && !own_group)) {  // Ctrl-Z suspended us too: the shell knows
+        say(fmt::format("the command (pid {}) is suspended (SIG{}); `kill -CONT {}` resumes it, Ctrl-C ends it", pid,
+                        sigabbrev_np(sig) ? sigabbrev_np(sig) : "?", pid));
+      }
+      continue;
+    }
     if (w == pid) {
       result.exited = WIFEXITED(status);
       result.code = result.exited ? WEXITSTATUS(status) : -1;
       result.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-      result.stopped = signalled;
+      result.stopped = acted_on > 0;
       return Status::ok();
     }
     if (w < 0 && errno != EINTR) return Status::internal(fmt::format("waitpid: {}", std::strerror(errno)));
-    if (!signalled && stop != nullptr && stop->stopped()) {
-      const int sig = stop->signal.load() != 0 ? stop->signal.load() : SIGINT;
-      kill(options.own_process_group ? -pid : pid, sig);
-      signalled = true;
+    const int raised = stop != nullptr && stop->stopped() ? std::max(1, stop->times()) : 0;
+    if (raised > acted_on) {
+      if (acted_on == 0) {
+        const int sig = stop->signal.load() != 0 ? stop->signal.load() : SIGINT;
+        // The terminal's Ctrl-C went to the whole foreground group, the child included: not again.
+        if (own_group || !stop->from_terminal.load()) send(sig);
+        else kill(pid, SIGCONT);
+        say(fmt::format("waiting for the command (pid {}) to end; interrupt again to end it (SIGTERM, then SIGKILL after {:g} s)", pid,
+                        options.kill_after_s));
+        acted_on = 1;
+      } else if (kill_at == 0) {
+        send(SIGTERM);
+        result.escalated = true;
+        kill_at = now_ms() + static_cast<std::int64_t>(options.kill_after_s * 1000);
+        say(fmt::format("sent SIGTERM to the command (pid {}); SIGKILL in {:g} s, or at the next interrupt", pid, options.kill_after_s));
+        acted_on = raised;
+      } else {
+        if (kill_at > 0) kill_at = now_ms();  // a third interrupt: no more grace
+        acted_on = raised;
+      }
+    }
+    if (kill_at > 0 && now_ms() >= kill_at) {
+      send(SIGKILL);
+      kill_at = -1;  // sent once
     }
     const timespec ts{0, 20'000'000};
     nanosleep(&ts, nullptr);

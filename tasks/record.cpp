@@ -1,13 +1,20 @@
 #include "stalldx/tasks/record.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <stdlib.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
+#include "stalldx/output_claim.h"
+#include "stalldx/rank_paths.h"
 #include "stalldx/record/part_format.h"
 #include "stalldx/text.h"
 #include "stalldx/trace_io.h"
@@ -70,11 +77,104 @@ void add_python_hook_env(const RecordOptions& o, ChildOptions& co) {
 }
 }  // namespace
 
+namespace {
+// Recorded processes still holding a file of the parts folder open: they outlived CMD (a daemon), and
+// what they record from now on is not in the trace.
+std::vector<std::int64_t> still_recording(const std::string& dir) {
+  std::vector<std::int64_t> pids;
+  std::error_code ec;
+  const fs::path parts = fs::canonical(dir, ec);
+  if (ec) return pids;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    const std::string f = e.path().filename().string();
+    if (f.size() < 6 || f.compare(f.size() - 6, 6, ".names") != 0) continue;
+    std::int64_t pid = 0;
+    if (std::sscanf(f.c_str(), "%" SCNd64, &pid) != 1 || pid <= 0 || pid == getpid()) continue;
+    for (const fs::directory_entry& fd : fs::directory_iterator(fmt::format("/proc/{}/fd", pid), ec)) {
+      std::error_code lec;
+      const fs::path target = fs::read_symlink(fd.path(), lec);
+      if (!lec && target.parent_path() == parts) {
+        pids.push_back(pid);
+        break;
+      }
+    }
+  }
+  std::sort(pids.begin(), pids.end());
+  return pids;
+}
+
+// What the parts folder's file system has left, when that is (almost) nothing: the likely reason for
+// dropped ranges and a failed write.
+std::string nearly_full(const std::string& dir) {
+  struct statvfs v {};
+  if (statvfs(dir.c_str(), &v) != 0) return "";
+  const std::uint64_t free_bytes = static_cast<std::uint64_t>(v.f_bavail) * v.f_frsize;
+  if (free_bytes >= (1u << 20)) return "";
+  return fmt::format("{} KiB free on the file system of {}", free_bytes >> 10, dir);
+}
+
+// The trace's path: options.trace, with the rank in it when a launcher started us as one of several.
+std::string trace_path_for(const RecordOptions& o) {
+  const std::optional<LauncherRank> rank = o.name_by_rank ? launcher_rank() : std::nullopt;
+  return rank ? rank_trace_path(o.trace, rank->rank) : o.trace;
+}
+
+// Merges the parts (a stop raised after this point interrupts the merge), describes the recording in
+// the trace and writes it. Failures are the recording's (r.recording_error), never CMD's.
+void finish(const RecordOptions& o, RecordResult& r, const StopFlag* stop, std::int64_t ended) {
+  r.disk_full = nearly_full(r.parts_dir);
+  const int stops_before = stop != nullptr ? stop->times() : 0;
+  record::MergeOptions mo;
+  mo.step = o.step;
+  mo.end_ns = ended;
+  mo.should_stop = [stop, stops_before] { return stop != nullptr && stop->times() > stops_before; };
+  if (Status m = record::merge_parts(r.parts_dir, o.roles, mo, r.trace, r.merge); !m.is_ok()) {
+    r.recording_error = fmt::format("nothing to merge: {} (was the parts folder removed while the command ran?)", m.message());
+    return;
+  }
+  if (!r.merged_only) {
+    std::string cmd;
+    for (const std::string& a : o.command) cmd += (cmd.empty() ? "" : " ") + a;
+    r.trace.meta.config["command"] = to_valid_utf8(cmd, &r.merge.non_utf8_bytes);
+    r.trace.meta.config["exit_code"] = std::to_string(r.exit_code());
+    r.trace.meta.interrupted = r.trace.meta.interrupted || !r.child.exited || r.child.stopped;
+  } else {
+    r.trace.meta.config["merged_from"] = to_valid_utf8(r.parts_dir, &r.merge.non_utf8_bytes);
+  }
+  if (!r.outlived.empty()) r.trace.meta.config["outlived_command"] = fmt::format("{}", fmt::join(r.outlived, ","));
+  // Which CUDA records were asked for: a lighter recording explains missing calls and syncs.
+  // State queries (cudaGetLastError, ...) are left out by default: their absence is no gap.
+  r.cuda_records_complete = o.cuda && o.optional.driver && o.optional.sync;
+  r.trace.meta.config["cuda_records"] =
+      !o.cuda ? "none (--no-cuda)"
+              : fmt::format("runtime API + device activity{}{}{}", !o.optional.driver ? " (no driver API: --no-cuda-driver)"
+                            : o.optional.every_call ? " + driver API" : " + driver API work calls (launch, copy, set, wait, allocate)",
+                            o.optional.sync ? " + synchronization" : " (no synchronization records: --no-cuda-sync)",
+                            o.optional.every_call ? " + state queries" : " (calls that only query state left out)");
+  if (const std::optional<LauncherRank> rank = o.name_by_rank ? launcher_rank() : std::nullopt) {
+    r.trace.meta.config["rank"] = std::to_string(rank->rank);
+    r.trace.meta.config["world_size"] = std::to_string(rank->size);
+  }
+  if (Status w = write_trace_file(r.trace, r.trace_path); !w.is_ok()) {
+    r.recording_error = fmt::format("writing {}: {}", r.trace_path, w.message());
+    return;
+  }
+  // The parts go once merged whole and written; an interrupted merge keeps them for `record --merge`.
+  if (!o.keep_parts && !r.merge.merge_stopped) {
+    std::error_code ec;
+    fs::remove_all(r.parts_dir, ec);
+  }
+}
+}  // namespace
+
 Status run_record(const RecordOptions& o, RecordResult& r, const StopFlag* stop) {
   r = RecordResult{};
   if (o.command.empty()) return Status::invalid("record: no command after --");
   if (o.inject_library.empty())
     return Status::unavailable("record: libstalldx_inject.so not found next to stalldx (set STALLDX_INJECT_LIBRARY)");
+  r.trace_path = trace_path_for(o);
+  OutputClaim claim;  // one writer per trace, held until it is written
+  if (Status c = claim.claim(r.trace_path); !c.is_ok()) return c;
   // The parts directory beside the trace (same file system, removed after the merge).
   const fs::path trace_dir = fs::absolute(fs::path(o.trace)).parent_path();
   std::string tmpl = (trace_dir / ".stalldx-record-XXXXXX").string();
@@ -91,6 +191,8 @@ Status run_record(const RecordOptions& o, RecordResult& r, const StopFlag* stop)
     co.env.push_back({record::kRecordCudaEnv, record::cuda_records_env(o.optional)});
   }
   add_python_hook_env(o, co);
+  co.notice = o.notice;
+  co.kill_after_s = o.kill_after_s;
   const Status st = run_child(o.command, co, r.child, stop);
   const std::int64_t ended = monotonic_ns();
   if (!st.is_ok()) {
@@ -101,36 +203,42 @@ Status run_record(const RecordOptions& o, RecordResult& r, const StopFlag* stop)
     return Status::ok();
   }
   r.started = true;
-  record::MergeOptions mo;
-  mo.step = o.step;
-  mo.end_ns = ended;
-  if (Status m = record::merge_parts(r.parts_dir, o.roles, mo, r.trace, r.merge); !m.is_ok()) return m;
-  r.trace.meta.interrupted = !r.child.exited || r.child.stopped;
-  std::string cmd;
-  for (const std::string& a : o.command) cmd += (cmd.empty() ? "" : " ") + a;
-  r.trace.meta.config["command"] = to_valid_utf8(cmd, &r.merge.non_utf8_bytes);
-  r.trace.meta.config["exit_code"] = std::to_string(r.exit_code());
-  // Which CUDA records were asked for: a lighter recording explains missing calls and syncs.
-  // State queries (cudaGetLastError, ...) are left out by default: their absence is no gap.
-  r.cuda_records_complete = o.cuda && o.optional.driver && o.optional.sync;
-  r.trace.meta.config["cuda_records"] =
-      !o.cuda ? "none (--no-cuda)"
-              : fmt::format("runtime API + device activity{}{}{}", !o.optional.driver ? " (no driver API: --no-cuda-driver)"
-                            : o.optional.every_call ? " + driver API" : " + driver API work calls (launch, copy, set, wait, allocate)",
-                            o.optional.sync ? " + synchronization" : " (no synchronization records: --no-cuda-sync)",
-                            o.optional.every_call ? " + state queries" : " (calls that only query state left out)");
-  const Status w = write_trace_file(r.trace, o.trace);
-  if (!o.keep_parts) {
-    std::error_code ec;
-    fs::remove_all(r.parts_dir, ec);
-  }
-  return w.prefixed(fmt::format("record: writing {}", o.trace));
+  r.outlived = still_recording(r.parts_dir);
+  finish(o, r, stop, ended);
+  return Status::ok();
+}
+
+Status merge_record(const std::string& parts_dir, const RecordOptions& o, RecordResult& r, const StopFlag* stop) {
+  r = RecordResult{};
+  std::error_code ec;
+  if (!fs::is_directory(parts_dir, ec)) return Status::invalid(fmt::format("record --merge: {} is not a folder", parts_dir));
+  r.trace_path = trace_path_for(o);
+  OutputClaim claim;
+  if (Status c = claim.claim(r.trace_path); !c.is_ok()) return c;
+  r.started = r.merged_only = true;
+  r.child.exited = true;
+  r.child.code = 0;
+  r.parts_dir = parts_dir;
+  r.outlived = still_recording(parts_dir);
+  finish(o, r, stop, monotonic_ns());
+  return Status::ok();
+}
+
+int record_exit_code(const RecordResult& r) {
+  const int cmd = r.exit_code();
+  return cmd == 0 && !r.recording_error.empty() ? 1 : cmd;
 }
 
 std::string record_summary_text(const RecordResult& r) {
   std::string s;
   if (!r.started) return fmt::format("stalldx record: {}\n", r.start_error);
   const auto& m = r.merge;
+  if (!r.recording_error.empty() && r.merge.processes.empty() && r.merge.ranges == 0 && r.trace.ranges.empty()) {
+    s += fmt::format("stalldx record: the recording failed: {}\n", r.recording_error);
+    if (r.merged_only) return s;
+    return s + (r.child.exited ? fmt::format("  command exited with code {}\n", r.child.code)
+                               : fmt::format("  command was killed by signal {} ({})\n", r.child.signal, strsignal(r.child.signal)));
+  }
   s += fmt::format("stalldx record: {} process{} seen, {} ranges\n", m.processes.size(), m.processes.size() == 1 ? "" : "es", m.ranges);
   for (const record::RecordedProcess& p : m.processes)
     s += fmt::format("  pid {} (parent {}): {} thread{}, {} ranges{}{} — {}\n", p.pid, p.ppid, p.threads, p.threads == 1 ? "" : "s", p.ranges,
@@ -139,16 +247,26 @@ std::string record_summary_text(const RecordResult& r) {
   if (m.unclosed) s += fmt::format("  {} ranges never closed (ended at the end of the recording)\n", m.unclosed);
   if (m.non_utf8_bytes) s += fmt::format("  {} bytes of names or command lines were not UTF-8 (written as U+FFFD)\n", m.non_utf8_bytes);
   if (m.unbalanced_pops) s += fmt::format("  {} NVTX pops without a push (ignored)\n", m.unbalanced_pops);
-  if (m.dropped) s += fmt::format("  {} ranges dropped (a thread's part full, or nested deeper than 256)\n", m.dropped);
+  if (m.dropped) s += fmt::format("  {} ranges dropped (no space left for them, a thread's part full, or nested deeper than 256)\n", m.dropped);
   s += fmt::format("  steps: {}\n", m.steps.rule == record::StepRule::none ? "none found" : m.steps.found);
   for (const std::string& p : m.steps.passed_over) s += fmt::format("    passed over: {}\n", p);
   if (!m.steps.how_to_override.empty()) s += fmt::format("    to choose otherwise: {}\n", m.steps.how_to_override);
   if (m.demoted_steps) s += fmt::format("  {} step ranges off the consumer thread or nested in another step (kept as user ranges)\n", m.demoted_steps);
   for (const std::string& p : m.problems) s += "  " + p + "\n";
-  if (!r.cuda_records_complete) s += fmt::format("  CUDA records: {}\n", r.trace.meta.config.at("cuda_records"));
-  if (r.child.exited) s += fmt::format("  command exited with code {}\n", r.child.code);
+  if (!r.cuda_records_complete && r.trace.meta.config.count("cuda_records"))
+    s += fmt::format("  CUDA records: {}\n", r.trace.meta.config.at("cuda_records"));
+  for (const std::int64_t pid : r.outlived)
+    s += fmt::format("  pid {} was still running when the command ended (a daemon?): what it recorded after that is not in the trace\n", pid);
+  if (!r.disk_full.empty()) s += fmt::format("  the recording ran out of space ({}): ranges past that point were dropped\n", r.disk_full);
+  if (r.merged_only) s += fmt::format("  merged from {} (the command's status is not known here)\n", r.parts_dir);
+  else if (r.child.exited) s += fmt::format("  command exited with code {}\n", r.child.code);
   else s += fmt::format("  command was killed by signal {} ({}){}\n", r.child.signal, strsignal(r.child.signal),
-                        r.child.stopped ? ", forwarded from stalldx" : "");
+                        r.child.escalated ? ", after a second interrupt" : r.child.stopped ? ", forwarded from stalldx" : "");
+  if (!r.recording_error.empty())
+    s += fmt::format("  the recording failed: {}{}\n", r.recording_error,
+                     r.parts_dir.empty() ? "" : fmt::format("; its parts are kept: stalldx record --merge {} --trace FILE", r.parts_dir));
+  else if (r.merge.merge_stopped)
+    s += fmt::format("  the rest can be merged later: stalldx record --merge {} --trace FILE\n", r.parts_dir);
   return s;
 }
 

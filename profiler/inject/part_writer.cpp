@@ -1,5 +1,8 @@
 // Durable per-thread range files: a file-backed MAP_SHARED array per thread, so what a process records
 // is in the page cache the moment it is stored — _exit(), a crash or SIGKILL lose nothing recorded.
+// The file is sparse; blocks are reserved (posix_fallocate) a chunk ahead of the records stored, so a
+// store never touches an unbacked page: on a full file system the reservation fails, the thread stops
+// recording and counts its drops — a store there would kill the program with SIGBUS.
 // fork(): the child's threads re-register under the child's pid on their next range (the parent's
 // mappings stay the parent's; the child never writes through them).
 #include "part_writer.h"
@@ -12,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <cstdio>
@@ -71,7 +75,27 @@ struct ThreadState {
   int overflow = 0;                // pushes beyond kMaxDepth still open
   NameMap* name_cache = nullptr;   // this thread's copy of name ids (no lock after first sight)
   int schedstat_fd = -1;           // /proc/thread-self/schedstat, opened at registration
+  int part_fd = -1;                // the ranges file, kept open to reserve its blocks
+  std::uint64_t reserved = 0;      // records whose blocks are reserved (stores below it are safe)
+  bool out_of_space = false;       // a reservation failed: nothing more is stored on this thread
 };
+
+constexpr std::uint64_t kReserveRecords = 2048;  // per reservation (~150 KB): one syscall per 2048 ranges
+
+// Reserves the blocks of records [t.reserved, t.reserved + kReserveRecords); false when the file
+// system has no room (then the thread records no more).
+bool reserve_more(ThreadState& t) noexcept {
+  if (t.out_of_space || t.reserved >= kPartRangeCapacity) return false;
+  const std::uint64_t upto = std::min<std::uint64_t>(t.reserved + kReserveRecords, kPartRangeCapacity);
+  const off_t from = static_cast<off_t>(sizeof(PartHeader) + t.reserved * sizeof(PartRange));
+  const off_t len = static_cast<off_t>((upto - t.reserved) * sizeof(PartRange));
+  if (posix_fallocate(t.part_fd, from, len) != 0) {
+    t.out_of_space = true;
+    return false;
+  }
+  t.reserved = upto;
+  return true;
+}
 // Heap-allocated per thread (the TLS slot is one pointer: this library is dlopen'ed into programs and
 // may only use a little of the static TLS surplus).
 thread_local ThreadState* tls_state = nullptr;
@@ -168,7 +192,8 @@ ThreadState* thread_part() noexcept {
     if (t == nullptr) return nullptr;
     tls_state = t;
   }
-  if (t->schedstat_fd >= 0) ::close(t->schedstat_fd);  // after fork: the parent's thread's file
+  if (t->schedstat_fd >= 0) ::close(t->schedstat_fd);  // after fork: the parent's thread's files
+  if (t->part_fd >= 0) ::close(t->part_fd);
   *t = ThreadState{};  // after fork: the parent's part is not ours
   t->generation = gen;
   try {
@@ -180,13 +205,18 @@ ThreadState* thread_part() noexcept {
     const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return nullptr;
     const std::size_t bytes = sizeof(PartHeader) + std::size_t{kPartRangeCapacity} * sizeof(PartRange);
-    if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    // The header's blocks first: without them nothing may be stored (the file goes; the thread is not recorded).
+    if (ftruncate(fd, static_cast<off_t>(bytes)) != 0 || posix_fallocate(fd, 0, sizeof(PartHeader)) != 0) {
       ::close(fd);
+      ::unlink(path.c_str());
       return nullptr;
     }
     void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    ::close(fd);
-    if (p == MAP_FAILED) return nullptr;
+    if (p == MAP_FAILED) {
+      ::close(fd);
+      return nullptr;
+    }
+    t->part_fd = fd;
     auto* h = static_cast<PartHeader*>(p);
     h->version = kPartVersion;
     h->record_size = sizeof(PartRange);
@@ -207,7 +237,7 @@ ThreadState* thread_part() noexcept {
 PartRange* append(ThreadState& t, std::uint32_t name, std::uint32_t domain, std::uint32_t category, PartRangeKind kind,
                   std::int64_t payload) {
   const std::uint64_t n = t.header->count;
-  if (n >= kPartRangeCapacity) {
+  if (n >= kPartRangeCapacity || (n >= t.reserved && !reserve_more(t))) {
     __atomic_add_fetch(&t.header->dropped, 1, __ATOMIC_RELAXED);
     return nullptr;
   }

@@ -139,7 +139,9 @@ TEST(StepInference, ANumberedFamilyOnTheLaunchingThreadIsTheSteps) {
   ASSERT_EQ(ev.passed_over.size(), 2u);
   EXPECT_EQ(b.t.meta.config.at("steps_rule"), "numbered_family");
   for (const HostRange& r : b.t.ranges)
-    if (r.role == Role::step) EXPECT_EQ(b.t.name(r.name).rfind("pass ", 0), 0u);
+    if (r.role == Role::step) {
+      EXPECT_EQ(b.t.name(r.name).rfind("pass ", 0), 0u);
+    }
 }
 
 TEST(StepInference, FamiliesThatOverlapRepeatOneNumberOrAreTooFewAreNotSteps) {

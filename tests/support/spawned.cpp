@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,12 +32,51 @@ Spawned::Spawned(const std::vector<std::string>& argv, const std::string& stdout
   signalled_ = std::chrono::steady_clock::now();
 }
 
+Spawned::Spawned(WithTerminal, const std::vector<std::string>& argv, const std::string& stdout_path) {
+  const int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (master < 0 || grantpt(master) != 0 || unlockpt(master) != 0) {
+    if (master >= 0) close(master);
+    return;
+  }
+  const std::string slave = ptsname(master);
+  const std::string out = stdout_path.empty() ? "/dev/null" : stdout_path;
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return;
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {  // only async-signal-safe calls until exec
+    setsid();
+    const int tty = open(slave.c_str(), O_RDWR);  // a session leader's first terminal becomes its controlling one
+    if (tty < 0) _exit(126);
+    ioctl(tty, TIOCSCTTY, 0);
+    const int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(tty, 0);
+    dup2(o, 1);
+    dup2(fds[1], 2);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  err_fd_ = fds[0];
+  master_fd_ = master;
+  if (pid > 0) pid_ = pid;
+  signalled_ = std::chrono::steady_clock::now();
+}
+
+void Spawned::type(const std::string& keys) {
+  signalled_ = std::chrono::steady_clock::now();
+  if (master_fd_ >= 0) (void)!write(master_fd_, keys.data(), keys.size());
+}
+
 Spawned::~Spawned() {
   if (pid_ > 0 && !reaped_) {
     kill(pid_, SIGKILL);
     waitpid(pid_, nullptr, 0);
   }
   if (err_fd_ >= 0) close(err_fd_);
+  if (master_fd_ >= 0) close(master_fd_);
 }
 
 bool Spawned::wait_for_line(const std::string& needle, std::chrono::seconds timeout) {

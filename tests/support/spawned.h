@@ -12,6 +12,12 @@ class Spawned {
  public:
   // argv[0] is the program; stdout goes to `stdout_path` ("" = /dev/null); stderr is piped to the test.
   Spawned(const std::vector<std::string>& argv, const std::string& stdout_path = "");
+  // As above, in a new session whose controlling terminal is a fresh pseudo-terminal, also its stdin:
+  // type() writes to it as a user at the keyboard would ("\x03" is Ctrl-C). False: no pty could be made.
+  struct WithTerminal {};
+  Spawned(WithTerminal, const std::vector<std::string>& argv, const std::string& stdout_path = "");
+  bool has_terminal() const { return master_fd_ >= 0; }
+  void type(const std::string& keys);
   ~Spawned();  // kills the child if it is still running
   Spawned(const Spawned&) = delete;
   Spawned& operator=(const Spawned&) = delete;
@@ -26,7 +32,7 @@ class Spawned {
   const std::string& stderr_text() const { return err_; }
 
  private:
-  int pid_ = -1, err_fd_ = -1;
+  int pid_ = -1, err_fd_ = -1, master_fd_ = -1;
   std::string err_, pending_;
   std::chrono::steady_clock::time_point signalled_;
   bool reaped_ = false;

@@ -276,9 +276,18 @@ Status merge_parts(const std::string& dir, const RoleMap& roles, const MergeOpti
   out.meta.config["recorded"] = "true";
   // (pid, tid) and (pid, pthread) -> lane, for CUPTI's thread ids.
   std::map<std::pair<std::int64_t, std::uint64_t>, std::uint32_t> lane_of;
+  std::size_t parts = 0, merged = 0;
+  for (const auto& [pid, p] : procs) parts += p.range_files.size() + (p.info.cuda_records ? 1 : 0);
+  // Checked before each part: a stop keeps what was merged so far (and says so).
+  auto stopping = [&] {
+    if (!rep.merge_stopped && o.should_stop && o.should_stop()) rep.merge_stopped = true;
+    return rep.merge_stopped;
+  };
   for (auto& [pid, p] : procs) {
     std::sort(p.range_files.begin(), p.range_files.end());
     for (const fs::path& f : p.range_files) {
+      if (stopping()) break;
+      ++merged;
       const auto lane = static_cast<std::uint32_t>(out.threads.size());
       std::int64_t tid = 0;
       std::uint64_t pthread = 0;
@@ -297,12 +306,17 @@ Status merge_parts(const std::string& dir, const RoleMap& roles, const MergeOpti
     }
   }
   for (auto& [pid, p] : procs) {
+    if (p.info.cuda_records && stopping()) {
+      p.info.cuda_records = false;  // not merged (the stop is reported once, below)
+      continue;
+    }
     if (!p.info.cuda_records) {
       if (p.info.used_cuda)
         rep.problems.push_back(fmt::format("process {} used CUDA but wrote no device records (it did not exit normally)", pid));
       continue;
     }
     const std::string path = fmt::format("{}/{}.cuda.json", dir, pid);
+    ++merged;
     Trace part;
     if (Status st = read_trace_file(path, part); !st.is_ok()) {
       rep.unreadable_parts++;
@@ -337,6 +351,11 @@ Status merge_parts(const std::string& dir, const RoleMap& roles, const MergeOpti
   }
   for (const HostRange& r : out.ranges) procs[out.threads[r.thread].pid].info.ranges++;
   for (auto& [pid, p] : procs) rep.processes.push_back(p.info);
+  if (rep.merge_stopped) {
+    rep.problems.push_back(fmt::format("the merge was interrupted: {} of {} part files merged; the rest stay in {}", merged, parts, dir));
+    out.meta.interrupted = true;
+    out.meta.config["merge"] = fmt::format("interrupted: {} of {} part files merged", merged, parts);
+  }
   rep.steps = infer_steps(out);
   rep.demoted_steps = assign_steps(out);
   out.meta.dropped_host = rep.dropped;

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "stalldx/pipeline/runner.h"
+#include "stalldx/rank_paths.h"
 #include "stalldx/status.h"
 
 namespace stalldx::ranks {
@@ -48,10 +49,8 @@ Status barrier(const World& w);
 // The trace's facts of the world: rank, world size (also in the run config), host, run_id, clock offset.
 void describe(const World& w, std::map<std::string, std::string>& meta);
 
-// "out.json" -> "out.rank2.json" (the extension kept; none: appended).
-std::string rank_trace_path(const std::string& path, int rank);
-// "out.rank2.json" (rank_trace_path's) -> "out.rank*.json": every rank's trace, for the shell.
-std::string rank_trace_pattern(const std::string& rank_path, int rank);
+using stalldx::rank_trace_path;     // stalldx/rank_paths.h
+using stalldx::rank_trace_pattern;
 
 // The step's collective for this rank's config, or null when it has none (--allreduce-mb 0, --collective
 // none, or auto alone). Auto, with world_size > 1: NCCL on the GPU's stream when the run has a CUDA

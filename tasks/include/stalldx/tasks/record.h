@@ -3,6 +3,7 @@
 // stop to it, waits, merges the parts (record/merge.h) into one trace and writes it.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,16 +31,28 @@ struct RecordOptions {
   // The Python hook (profiler/python): its folder goes first on CMD's PYTHONPATH, so any Python that CMD
   // runs marks its DataLoader's waits, loader work and loop iterations. Empty: no hook.
   std::string python_hook_dir;
+  double kill_after_s = 5;                // a second interrupt: SIGTERM, then SIGKILL this much later
+  std::function<void(const std::string&)> notice;  // progress and process-control lines (may be empty)
+  // Launched as one rank of several (mpirun -np N stalldx record ...): the trace is `trace` with the
+  // rank in its name, as `run` names it (rank_paths.h). False: `trace` as given.
+  bool name_by_rank = true;
 };
 
 struct RecordResult {
   bool started = false;    // CMD ran (false: not found / not executable, see `start_error`)
+  bool merged_only = false;  // `record --merge`: a folder left behind was merged; CMD's status is unknown
   std::string start_error;
   ChildResult child;
   std::string parts_dir;
   record::MergeReport merge;
   Trace trace;
   bool cuda_records_complete = true;  // false: --no-cuda / --no-cuda-driver / --no-cuda-sync left some out
+  std::string trace_path;             // where the trace went (options.trace, with the rank when launched as one)
+  // The recording's own failure (the trace not written, the parts folder gone, its disk full), apart
+  // from CMD's status; empty = none. The parts folder is then kept for `record --merge`.
+  std::string recording_error;
+  std::vector<std::int64_t> outlived;  // recorded processes still running when CMD ended (daemons)
+  std::string disk_full;               // the parts folder's file system had (almost) no space left: what it had
   // CMD's exit status as a shell reports it: its code, 128 + signal when killed, 127 when not started.
   int exit_code() const;
 };
@@ -53,9 +66,17 @@ std::string find_inject_library(const std::string& exe);
 std::string find_python_hook(const std::string& exe);
 
 // Runs, merges, writes `options.trace` (marked interrupted when CMD was killed or stopped). An error is
-// returned only for what stops the recording itself (no parts directory, trace not writable); CMD's
-// failures are in `result`.
+// returned only for what stops CMD from being started (no parts directory); CMD's status and the
+// recording's own failures are in `result`. A stop after CMD ended interrupts the merge (kept, marked).
 Status run_record(const RecordOptions& options, RecordResult& result, const StopFlag* stop = nullptr);
+
+// `stalldx record --merge DIR`: merges a parts folder left behind (record killed, --keep-parts, a failed
+// write) into `options.trace`, as run_record would have; `result.merged_only` (CMD's status unknown:
+// exit_code() 0). The folder is removed after a complete merge and write, unless options.keep_parts.
+Status merge_record(const std::string& parts_dir, const RecordOptions& options, RecordResult& result, const StopFlag* stop = nullptr);
+
+// CMD's status for the shell, unless the recording itself failed while CMD succeeded (then 1).
+int record_exit_code(const RecordResult& result);
 
 // "recorded N processes: pid 123 (python train.py) 3 threads 1,234 ranges, CUDA records; ..." and the
 // problems, one per line.

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,11 +34,14 @@ struct MergeReport {
   std::vector<std::string> problems;  // one line each, naming the file
   std::size_t non_utf8_bytes = 0;      // bytes of names and command lines that were not UTF-8 (replaced by U+FFFD)
   StepEvidence steps;                  // which rule found the steps (step_inference.h)
+  bool merge_stopped = false;          // should_stop() ended the merge early: the trace is marked interrupted
 };
 
 struct MergeOptions {
   NamePattern step;        // --step (search semantics): names it is found in are steps (before the role map); empty = none
   std::int64_t end_ns = 0;         // when recording ended: the end given to ranges never closed
+  // Asked before each part file; true stops the merge there, keeping (and marking) what was merged.
+  std::function<bool()> should_stop;
 };
 
 Status merge_parts(const std::string& dir, const RoleMap& roles, const MergeOptions& options, Trace& out, MergeReport& report);

@@ -1,0 +1,208 @@
+// stalldx record and the program it runs: the terminal is the program's, a suspended program is
+// reported and still ends on Ctrl-C, a second Ctrl-C ends one that ignores the first (SIGTERM, then
+// SIGKILL), a full disk never kills the program (its status is passed on, the recording's failure said
+// apart), a folder left behind merges later, a process outliving the command is named, and ranks of an
+// MPI launch write one trace each. Every wait is on a line the programs print — no fixed sleep.
+#include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fmt/format.h>
+#include <regex>
+
+#include "spawned.h"
+#include "stalldx/rank_paths.h"
+#include "stalldx/record/merge.h"
+#include "stalldx/trace_io.h"
+#include "test_support.h"
+
+namespace stalldx::record {
+namespace {
+
+namespace fs = std::filesystem;
+using stalldx::testing::Spawned;
+
+#ifdef NVTX_LOOP
+constexpr auto kExit = std::chrono::seconds(60);
+
+struct Ran {
+  int rc = -1;
+  std::string log;  // stderr (stalldx's notes and the summary)
+};
+Ran run_command(const std::vector<std::string>& argv) {
+  Spawned p(argv);
+  double secs = 0;
+  Ran r;
+  r.rc = p.wait_exit(secs, std::chrono::seconds(300));
+  r.log = p.stderr_text();
+  return r;
+}
+
+// Before: CMD was put in a background process group, stopped by SIGTTIN at its first read, and record
+// waited for ever.
+TEST(RecordProcessControl, TheCommandReadsTheTerminal) {
+  const std::string dir = stalldx::testing::temp_dir("rec-tty");
+  Spawned p(Spawned::WithTerminal{}, {STALLDX_BINARY, "record", "--trace", dir + "/t.json", "--", "/bin/sh", "-c",
+                                      "read line; echo \"got $line\" >&2; exit 7"});
+  if (!p.has_terminal()) GTEST_SKIP() << "no pseudo-terminal here";
+  p.type("hello\n");  // buffered by the terminal until the command reads it
+  double secs = 0;
+  EXPECT_EQ(p.wait_exit(secs, kExit), 7) << p.stderr_text();
+  EXPECT_NE(p.stderr_text().find("got hello"), std::string::npos) << p.stderr_text();
+}
+
+// Before: the second Ctrl-C did nothing and a command that ignores SIGINT and SIGTERM ran for ever.
+TEST(RecordProcessControl, ASecondCtrlCAtTheTerminalEndsACommandThatIgnoresSignals) {
+  const std::string dir = stalldx::testing::temp_dir("rec-tty2");
+  Spawned p(Spawned::WithTerminal{}, {STALLDX_BINARY, "record", "--kill-after", "1", "--trace", dir + "/t.json", "--", "/bin/sh", "-c",
+                                      "trap '' INT TERM; echo ready >&2; while :; do sleep 1; done"});
+  if (!p.has_terminal()) GTEST_SKIP() << "no pseudo-terminal here";
+  ASSERT_TRUE(p.wait_for_line("ready")) << p.stderr_text();
+  p.type("\x03");
+  ASSERT_TRUE(p.wait_for_line("interrupt again")) << p.stderr_text();
+  p.type("\x03");
+  ASSERT_TRUE(p.wait_for_line("sent SIGTERM")) << p.stderr_text();
+  double secs = 0;
+  EXPECT_EQ(p.wait_exit(secs, kExit), 128 + SIGKILL) << p.stderr_text();
+  Trace t;
+  ASSERT_TRUE(read_trace_file(dir + "/t.json", t).is_ok()) << p.stderr_text();
+  EXPECT_TRUE(t.meta.interrupted);
+}
+
+TEST(RecordProcessControl, ASecondSignalEndsACommandThatIgnoresSignals) {
+  const std::string dir = stalldx::testing::temp_dir("rec-term");
+  Spawned p({STALLDX_BINARY, "record", "--kill-after", "1", "--trace", dir + "/t.json", "--", "/bin/sh", "-c",
+             "trap '' INT TERM; echo ready >&2; while :; do sleep 1; done"});
+  ASSERT_TRUE(p.wait_for_line("ready")) << p.stderr_text();
+  p.signal(SIGINT);
+  ASSERT_TRUE(p.wait_for_line("interrupt again")) << p.stderr_text();
+  p.signal(SIGINT);
+  double secs = 0;
+  EXPECT_EQ(p.wait_exit(secs, kExit), 128 + SIGKILL) << p.stderr_text();
+  EXPECT_NE(p.stderr_text().find("after a second interrupt"), std::string::npos) << p.stderr_text();
+}
+
+// Before: the forwarded SIGINT stayed pending in the stopped command and record waited for ever.
+TEST(RecordProcessControl, ASuspendedCommandIsReportedAndCtrlCStillEndsIt) {
+  const std::string dir = stalldx::testing::temp_dir("rec-stop");
+  Spawned p({STALLDX_BINARY, "record", "--trace", dir + "/t.json", "--", "/bin/sh", "-c", "kill -STOP $$; sleep 100"});
+  ASSERT_TRUE(p.wait_for_line("is suspended (SIGSTOP)")) << p.stderr_text();
+  p.signal(SIGINT);
+  double secs = 0;
+  EXPECT_EQ(p.wait_exit(secs, kExit), 130) << p.stderr_text();
+}
+
+// A stop during the merge keeps what was merged, marks it, and the folder left behind merges whole later.
+TEST(RecordProcessControl, AnInterruptedMergeKeepsItsPartAndTheRestMergesLater) {
+  const std::string dir = stalldx::testing::temp_dir("rec-merge");
+  const auto run = run_command(
+      {STALLDX_BINARY, "record", "--keep-parts", "--trace", dir + "/whole.json", "--", NVTX_LOOP, "--steps", "6", "--workers", "3", "--read-ms", "1"});
+  ASSERT_EQ(run.rc, 0) << run.log;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(run.log, m, std::regex("parts kept in (\\S+)"))) << run.log;
+  const std::string parts = m[1];
+  Trace whole;
+  ASSERT_TRUE(read_trace_file(dir + "/whole.json", whole).is_ok());
+
+  MergeOptions o;
+  int asked = 0;
+  o.should_stop = [&asked] { return ++asked > 1; };  // the interrupt arrives after the first part
+  Trace part;
+  MergeReport rep;
+  ASSERT_TRUE(merge_parts(parts, RoleMap::defaults(), o, part, rep).is_ok());
+  EXPECT_TRUE(rep.merge_stopped);
+  EXPECT_TRUE(part.meta.interrupted);
+  EXPECT_GT(part.ranges.size(), 0u);
+  EXPECT_LT(part.ranges.size(), whole.ranges.size());
+  EXPECT_TRUE(fs::exists(parts));
+
+  const auto again = run_command({STALLDX_BINARY, "record", "--merge", parts, "--trace", dir + "/again.json"});
+  ASSERT_EQ(again.rc, 0) << again.log;
+  Trace merged;
+  ASSERT_TRUE(read_trace_file(dir + "/again.json", merged).is_ok());
+  EXPECT_EQ(merged.ranges.size(), whole.ranges.size());
+  EXPECT_FALSE(merged.meta.interrupted);
+  EXPECT_NE(again.log.find("merged from"), std::string::npos) << again.log;
+  EXPECT_FALSE(fs::exists(parts)) << "merged whole and written: the folder goes";
+  EXPECT_EQ(run_command({STALLDX_BINARY, "record", "--merge", dir, "--", "true"}).rc, 2) << "--merge takes no command";
+}
+
+// Before: the recorded program died of SIGBUS in the injection library and record said only "write failed", exit 1.
+TEST(RecordProcessControl, AFullDiskNeverKillsTheCommandAndItsStatusIsPassedOn) {
+  const std::string dir = stalldx::testing::temp_dir("rec-full");
+  if (mount("tmpfs", dir.c_str(), "tmpfs", 0, "size=512k") != 0) GTEST_SKIP() << "cannot mount a small tmpfs here (needs root): " << std::strerror(errno);
+  const auto run = run_command({STALLDX_BINARY, "record", "--trace", dir + "/t.json", "--", NVTX_LOOP, "--steps", "12000",
+                                                  "--workers", "2", "--read-ms", "0", "--decode-ms", "0", "--step-ms", "0", "--exit", "3"});
+  EXPECT_EQ(run.rc, 3) << "the command's own status, not a crash (135) nor stalldx's 1\n" << run.log;
+  EXPECT_NE(run.log.find("command exited with code 3"), std::string::npos) << run.log;
+  EXPECT_NE(run.log.find("ran out of space"), std::string::npos) << run.log;
+  EXPECT_NE(run.log.find("the recording failed"), std::string::npos) << run.log;
+  EXPECT_NE(run.log.find("ranges dropped"), std::string::npos) << run.log;
+  umount2(dir.c_str(), MNT_DETACH);
+}
+
+TEST(RecordProcessControl, AProcessThatOutlivesTheCommandIsNamed) {
+  const std::string dir = stalldx::testing::temp_dir("rec-daemon");
+  const std::string log = dir + "/daemon.log";
+  // The command starts a recorded program in the background and ends once it has recorded a step.
+  const auto run = run_command(
+      {STALLDX_BINARY, "record", "--trace", dir + "/t.json", "--", "/bin/sh", "-c",
+       fmt::format("{} --steps 1000000 --workers 1 --read-ms 1 --announce 2>{} & until grep -q 'step 1 done' {} 2>/dev/null; do sleep 0.01; done", NVTX_LOOP,
+                   log, log)});
+  // The loop and its worker outlive the command: both are named (and ended here).
+  const std::regex named("pid (\\d+) was still running when the command ended");
+  std::vector<std::string> pids;
+  for (auto it = std::sregex_iterator(run.log.begin(), run.log.end(), named); it != std::sregex_iterator(); ++it) {
+    pids.push_back((*it)[1]);
+    kill(std::stoi((*it)[1]), SIGKILL);
+  }
+  ASSERT_EQ(pids.size(), 2u) << run.log;
+  EXPECT_EQ(run.rc, 0) << run.log;
+  Trace t;
+  ASSERT_TRUE(read_trace_file(dir + "/t.json", t).is_ok());
+  EXPECT_EQ(t.meta.config.at("outlived_command"), pids[0] + "," + pids[1]);
+}
+
+// Before: `mpirun -np 3 stalldx record --trace X` wrote every rank to X: two were lost.
+TEST(RecordProcessControl, RanksOfAnMpiLaunchWriteOneTraceEach) {
+  const std::string dir = stalldx::testing::temp_dir("rec-rank");
+  setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+  setenv("OMPI_COMM_WORLD_SIZE", "3", 1);
+  const auto run = run_command({STALLDX_BINARY, "record", "--trace", dir + "/t.json", "--", NVTX_LOOP, "--steps", "3"});
+  unsetenv("OMPI_COMM_WORLD_RANK");
+  unsetenv("OMPI_COMM_WORLD_SIZE");
+  ASSERT_EQ(run.rc, 0) << run.log;
+  EXPECT_FALSE(fs::exists(dir + "/t.json"));
+  Trace t;
+  ASSERT_TRUE(read_trace_file(dir + "/t.rank1.json", t).is_ok()) << run.log;
+  EXPECT_EQ(t.meta.config.at("rank"), "1");
+}
+#endif
+
+TEST(LauncherRank, ReadFromTheLaunchersEnvironmentAndCheckedForSense) {
+  for (const char* v : {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMIX_SIZE", "PMI_RANK", "PMI_SIZE", "SLURM_PROCID",
+                        "SLURM_NTASKS", "RANK", "WORLD_SIZE"})
+    unsetenv(v);
+  EXPECT_FALSE(launcher_rank().has_value());
+  setenv("RANK", "2", 1);
+  setenv("WORLD_SIZE", "4", 1);
+  ASSERT_TRUE(launcher_rank().has_value());
+  EXPECT_EQ(launcher_rank()->rank, 2);
+  EXPECT_EQ(launcher_rank()->source, "RANK");
+  setenv("RANK", "4", 1);  // outside the world
+  EXPECT_FALSE(launcher_rank().has_value());
+  setenv("RANK", "1x", 1);
+  EXPECT_FALSE(launcher_rank().has_value());
+  setenv("WORLD_SIZE", "1", 1);  // one of one: no rank suffix
+  setenv("RANK", "0", 1);
+  EXPECT_FALSE(launcher_rank().has_value());
+  unsetenv("RANK");
+  unsetenv("WORLD_SIZE");
+  EXPECT_EQ(rank_trace_path("a/out.json.gz", 3), "a/out.rank3.json.gz");
+}
+
+}  // namespace
+}  // namespace stalldx::record
