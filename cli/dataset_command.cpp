@@ -20,6 +20,7 @@ Action add_dataset_command(CLI::App& app) {
   sub->add_option("--bad-fraction", opts->bad_fraction, "fraction of planted bad files (truncated, zero-byte, garbage, non-JPEG)")
       ->capture_default_str()->check(finite_in(0.0, 1.0));
   sub->add_option("--threads", opts->threads, "generator threads (0 = all cores)")->capture_default_str()->check(CLI::Range(0, 1024));
+  sub->add_flag("--force", opts->force, "write into a folder that is not empty (replacing its manifest.tsv and same-named images)");
   sub->add_flag("--resume", opts->resume, "finish an interrupted generation (same options), keeping the images already written");
   return [opts] {
     datasets::GeneratorReport rep;

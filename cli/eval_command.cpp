@@ -35,8 +35,11 @@ Action add_eval_command(CLI::App& app) {
     const Status st = tasks::run_eval(*o, r, &stop_flag(), [](const std::string& line) { note("stalldx eval: {}\n", line); });
     if (!st.is_ok()) return fail("eval", st);
     for (const std::string& f : r.failures) note("stalldx eval: {}\n", f);
+    if (r.interrupted) {
+      note("stalldx eval: interrupted: nothing in {} was replaced (the previous results, if any, stand)\n", o->out);
+      return stop_flag().exit_code();
+    }
     if (!print_checked("eval", *json ? r.confusion_json + "\n" : r.confusion_text + r.agreement_text)) return 1;
-    if (r.interrupted) return stop_flag().exit_code();
     return r.failures.empty() ? 0 : 1;
   };
 }

@@ -88,10 +88,21 @@ Status generate_dataset(const GeneratorOptions& o, GeneratorReport& report) {
     return Status::invalid(fmt::format("classes ({}) and images per class ({}) must be > 0", o.classes, o.images_per_class));
   if (o.bad_fraction < 0 || o.bad_fraction > 1) return Status::invalid("bad fraction must be in [0, 1]");
   std::error_code ec;
-  fs::create_directories(o.root, ec);
-  if (ec) return Status::io(fmt::format("cannot create '{}': {}", o.root, ec.message()));
   const fs::path marker = fs::path(o.root) / kIncompleteMarker;
   const std::string opts = options_text(o);
+  // A folder with anything in it is somebody's: only an unfinished generation with these very options
+  // is taken up again (as --resume); anything else needs --force, which writes over same-named files.
+  if (!o.resume && !o.force && fs::is_directory(o.root, ec) && !fs::is_empty(o.root, ec)) {
+    std::ifstream in(marker);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    if (!in || ss.str() != opts)
+      return Status::invalid(fmt::format("'{}' is not empty{}: choose an empty or new folder, or --force to write over it "
+                                         "(same-named files and manifest.tsv are replaced)",
+                                         o.root, in ? " (an unfinished generation with other options)" : ""));
+  }
+  fs::create_directories(o.root, ec);
+  if (ec) return Status::io(fmt::format("cannot create '{}': {}", o.root, ec.message()));
   if (o.resume) {
     std::ifstream in(marker);
     std::stringstream ss;
@@ -216,6 +227,7 @@ Status ensure_default_dataset(std::string& root, bool verbose, const StopFlag* s
   if (fs::exists(stamp) && !fs::exists(dir / kIncompleteMarker)) return Status::ok();
   GeneratorOptions o;
   o.resume = fs::exists(dir / kIncompleteMarker);  // an earlier attempt was interrupted: finish it
+  o.force = true;                                   // our own cache folder: whatever is there is ours
   o.root = root;
   o.classes = 101;
   o.images_per_class = 12;  // 1212 images: enough for several distinct batches of 128

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "call_cause.h"
+#include "trace_doubts.h"
 #include "copy_evidence.h"
 #include "stalldx/record/step_inference.h"
 #include "input_split.h"
@@ -255,8 +256,12 @@ void decide(const Thresholds& th, const Coverage& cov, StepAccumulator& acc, Ste
 
 }  // namespace
 
-Report diagnose(const Trace& t, const Thresholds& th) {
+Report diagnose(const Trace& input, const Thresholds& th) {
   Report rep;
+  // Untrusted input: absurd and repeated events are set aside first (counted below).
+  TraceDoubts doubts;
+  Trace cleaned;
+  const Trace& t = check_trace(input, doubts, cleaned) ? cleaned : input;
   TraceIndex ix(t, th);
   rep.device = t.meta.device;
   Coverage& cov = rep.coverage;
@@ -297,6 +302,7 @@ Report diagnose(const Trace& t, const Thresholds& th) {
   if (cov.dropped_host + cov.dropped_device > 0)
     lowered.push_back(fmt::format("{} host and {} device records were dropped", cov.dropped_host, cov.dropped_device));
   if (cov.unmatched_device > 0) lowered.push_back(fmt::format("{} device records have no step", cov.unmatched_device));
+  note_doubts(doubts, cov, lowered);
   if (t.meta.skipped_events > 0) {
     lowered.push_back(fmt::format("{} events of the file could not be used", t.meta.skipped_events));
     cov.notes.push_back(fmt::format("{} events were skipped when reading the trace (they ended before its origin)", t.meta.skipped_events));

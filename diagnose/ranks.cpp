@@ -184,6 +184,29 @@ CrossRankReport CrossRankAccumulator::finish() const {
     }
   }
   if (worst_uncertainty_ns_ > 0) out.notes.push_back(fmt::format("clocks of ranks on other hosts are known to ±{:.3f} ms", worst_uncertainty_ns_ / 1e6));
+  // Ranks meet at each step's collective: the ones there first wait inside their step for the last, so
+  // the spread of arrivals cannot much exceed the steps' windows. Far beyond them (and over a second)
+  // at most steps, the traces' clocks disagree (other hosts with no offset written, a file edited):
+  // arrival order, and so the stragglers, cannot be trusted.
+  int compared = 0, impossible = 0;
+  std::int64_t worst_spread = 0;
+  for (const StepState& st : steps_) {
+    if (st.step < 0 || st.warmup || st.arrivals < 2 || st.windows == 0) continue;
+    ++compared;
+    const std::int64_t spread = st.last_ns - st.first_ns;
+    const double mean_window_ns = st.window_sum_ms / st.windows * 1e6;
+    if (spread > 1'000'000'000 && static_cast<double>(spread) > 4 * mean_window_ns) {
+      ++impossible;
+      worst_spread = std::max(worst_spread, spread);
+    }
+  }
+  if (compared > 0 && 2 * impossible > compared) {
+    out.clocks_disagree = true;
+    out.notes.push_back(fmt::format("the ranks' clocks disagree: at {} of {} steps their arrivals at the collective are up to {:.1f} s apart, "
+                                    "far longer than the steps last — the stragglers named below are not to be trusted (were the traces "
+                                    "written on hosts whose clock offset was not measured?)",
+                                    impossible, compared, worst_spread / 1e9));
+  }
   auto row = [&](int rank) -> RankRow& {
     return *std::lower_bound(out.ranks.begin(), out.ranks.end(), rank, [](const RankRow& x, int v) { return x.rank < v; });
   };

@@ -174,7 +174,8 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
   for (int c = 0; c < kCauseCount; ++c)
     if (input_cause(static_cast<Cause>(c))) input_stall += basis.cause_ms[static_cast<std::size_t>(c)];
   const double input_share = basis.steady_window_ms > 0 ? input_stall / basis.steady_window_ms : 0;
-  if ((sum.dominant == "device-bound" || sum.dominant == "consumer-bound") && !uneven.found && input_share < kKeepsUpShare)
+  if ((sum.dominant == "device-bound" || sum.dominant == "consumer-bound") && !uneven.found && input_share < kKeepsUpShare &&
+      !rep.coverage.device_links_doubtful)  // device work linked to no call: its steps, so the stalls, are guesses
     say(Advice::input_keeps_up,
         fmt::format("{}: the input pipeline keeps up (the loop waited on input {:.1f}% of steady-state time{}); more workers or prefetch buy nothing",
                     sum.dominant, 100 * input_share, startup.count > 0 ? " after start-up" : ""));

@@ -50,7 +50,9 @@ std::string report_json(const Report& rep) {
   j["coverage"] = {{"host", c.host}, {"cpu_time", c.cpu_time}, {"nvtx", c.nvtx}, {"cupti", c.cupti},
                    {"device_records", c.device_records}, {"standin", c.standin}, {"dropped_host", c.dropped_host},
                    {"dropped_counters", c.dropped_counters}, {"dropped_device", c.dropped_device},
-                   {"unmatched_device", c.unmatched_device}, {"interrupted", c.interrupted}, {"confidence", c.confidence},
+                   {"unmatched_device", c.unmatched_device}, {"absurd_events", c.absurd_events}, {"repeated_events", c.repeated_events},
+                   {"duplicate_correlations", c.duplicate_correlations}, {"unlinked_device", c.unlinked_device},
+                   {"zero_length_kernels", c.zero_length_kernels}, {"interrupted", c.interrupted}, {"confidence", c.confidence},
                    {"notes", c.notes}};
   json steps = json::array();
   for (const StepDiagnosis& s : rep.steps) {

@@ -48,6 +48,20 @@ Status load_tree(const fs::path& root, DatasetIndex& out) {
   return Status::ok();
 }
 
+// An entry that names a file outside the dataset folder: absolute, or with a '..' component.
+bool leads_outside(const fs::path& p) {
+  if (p.is_absolute()) return true;
+  return std::any_of(p.begin(), p.end(), [](const fs::path& part) { return part == ".."; });
+}
+bool refused_outside(const fs::path& p, const fs::path& file, std::size_t lineno, DatasetIndex& out) {
+  if (out.confine.empty() || !leads_outside(p)) return false;
+  out.outside_entries++;
+  if (out.warnings.size() < 5)
+    out.warnings.push_back(fmt::format("{}:{}: '{}' leads outside the dataset folder: refused (--data-outside reads it)", file.string(), lineno,
+                                       p.string()));
+  return true;
+}
+
 Status load_manifest(const fs::path& file, DatasetIndex& out) {
   std::ifstream in(file);
   if (!in) return Status::io(fmt::format("cannot open manifest '{}'", file.string()));
@@ -74,6 +88,7 @@ Status load_manifest(const fs::path& file, DatasetIndex& out) {
       continue;
     }
     fs::path p(path);
+    if (refused_outside(p, file, lineno, out)) continue;
     if (p.is_relative()) p = base / p;
     out.samples.push_back({p.string(), label});
     labels[label] = true;
@@ -88,9 +103,12 @@ Status load_list(const fs::path& file, DatasetIndex& out) {
   std::string line;
   std::map<std::string, std::int32_t> classes;
   std::vector<std::pair<std::string, std::string>> rows;
+  std::size_t lineno = 0;
   while (std::getline(in, line)) {
+    ++lineno;
     if (line.empty() || line[0] == '#') continue;
     fs::path p(line);
+    if (refused_outside(p, file, lineno, out)) continue;
     if (p.is_relative()) p = file.parent_path() / p;
     rows.emplace_back(p.string(), p.parent_path().filename().string());
     classes.emplace(rows.back().second, 0);
@@ -103,7 +121,7 @@ Status load_list(const fs::path& file, DatasetIndex& out) {
 
 }  // namespace
 
-Status load_index(const std::string& source, DatasetIndex& out) {
+Status load_index(const std::string& source, DatasetIndex& out, bool allow_outside) {
   out = DatasetIndex{};
   out.root = source;
   if (source.empty()) return Status::invalid("no dataset given");
@@ -115,6 +133,10 @@ Status load_index(const std::string& source, DatasetIndex& out) {
     return Status::invalid(fmt::format("dataset '{}' is incomplete: its generation was interrupted or failed ({} is there); finish it with "
                                        "`stalldx dataset {} --resume` and the same options",
                                        source, kIncompleteMarker, folder.string()));
+  if (!allow_outside) {
+    out.confine = fs::canonical(folder.empty() ? fs::path(".") : folder, ec).string();
+    if (ec) return Status::io(fmt::format("cannot resolve the dataset folder '{}': {}", folder.string(), ec.message()));
+  }
   Status st;
   if (fs::is_directory(p, ec)) {
     st = fs::exists(p / kManifestName) ? load_manifest(p / kManifestName, out) : load_tree(p, out);
@@ -124,6 +146,9 @@ Status load_index(const std::string& source, DatasetIndex& out) {
     st = load_list(p, out);
   }
   if (!st.is_ok()) return st;
+  // Confined: every sample path written beneath the canonical folder (what the reader checks against).
+  if (!out.confine.empty())
+    for (SampleEntry& s : out.samples) s.path = (fs::path(out.confine) / fs::path(s.path).lexically_relative(folder.empty() ? "." : folder)).string();
   if (out.samples.empty()) return Status::invalid(fmt::format("dataset '{}' has no JPEG samples", source));
   return Status::ok();
 }

@@ -63,7 +63,7 @@ struct Producer::Impl {
 
   Impl(const RunConfig& c, const DatasetIndex& i, BatchPool& p, BadSampleLog& b, Producer& o)
       : config(c), index(i), pool(p), bad(b), owner(o),
-        storage(StorageKnobs{c.read_latency_ms, c.read_bandwidth_mbps, c.cold_cache}, &stopping),
+        storage(StorageKnobs{c.read_latency_ms, c.read_bandwidth_mbps, c.cold_cache, 64ull << 20, i.confine}, &stopping),
         loader(c, i, storage, b),
         sampler(static_cast<std::uint32_t>(i.samples.size()), c.seed, c.transform == TransformKind::train, c.rank, c.world_size),
         threads(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(c.workers) + 1),

@@ -89,7 +89,7 @@ Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<
   } gate{collective};
   if (Status st = validate(c); !st.is_ok()) return st;
   DatasetIndex index;
-  if (Status st = load_index(c.data, index); !st.is_ok()) return st;
+  if (Status st = load_index(c.data, index, c.data_outside); !st.is_ok()) return st;
   r.dataset_size = index.samples.size();
   r.index_warnings = index.warnings;
   if (index.samples.size() < static_cast<std::size_t>(c.batch))

@@ -1,6 +1,8 @@
 #include "storage.h"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
 #include <fmt/format.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -10,6 +12,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 
 #include "cancellable_sleep.h"
@@ -59,10 +63,47 @@ bool StorageReader::throttle(std::uint64_t bytes) {
   return sleep_until(done, cancel_);
 }
 
+StorageReader::StorageReader(StorageKnobs knobs, const std::atomic<bool>* cancel) : knobs_(std::move(knobs)), cancel_(cancel) {
+  if (!knobs_.confine_root.empty()) root_fd_ = ::open(knobs_.confine_root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
+StorageReader::~StorageReader() {
+  if (root_fd_ >= 0) ::close(root_fd_);
+}
+
+// O_NONBLOCK: opening a FIFO (or a link to one) must not wait for a writer; non-regular files are
+// refused right after. Confined: resolved beneath the dataset folder by the kernel (openat2
+// RESOLVE_BENEATH: no '..', absolute path or link may leave it); an absolute link, or a kernel without
+// openat2, has its resolved path checked against the folder before the open.
+int StorageReader::open_sample(const std::string& path, Status& refused) const {
+  constexpr int kFlags = O_RDONLY | O_CLOEXEC | O_NONBLOCK;
+  if (knobs_.confine_root.empty()) return ::open(path.c_str(), kFlags);
+  const std::string& root = knobs_.confine_root;
+  const bool beneath = path.size() > root.size() + 1 && path.compare(0, root.size(), root) == 0 && path[root.size()] == '/';
+  auto outside = [&] {
+    refused = Status::io(fmt::format("'{}' leads outside the dataset folder {} (a link?): refused (--data-outside reads it)", path, root));
+    return -1;
+  };
+  if (!beneath || root_fd_ < 0) return outside();
+  open_how how{};
+  how.flags = kFlags;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+  const int fd = static_cast<int>(::syscall(SYS_openat2, root_fd_, path.c_str() + root.size() + 1, &how, sizeof how));
+  if (fd >= 0) return fd;
+  // EXDEV: it leaves the folder, or it is an absolute link (which RESOLVE_BENEATH never follows, even
+  // to a file inside): decided on the resolved path.
+  if (errno != EXDEV && errno != ENOSYS) return -1;
+  char resolved[PATH_MAX];
+  if (::realpath(path.c_str(), resolved) == nullptr) return -1;
+  const std::string r(resolved);
+  if (r.size() <= root.size() || r.compare(0, root.size(), root) != 0 || r[root.size()] != '/') return outside();
+  return ::open(resolved, kFlags | O_NOFOLLOW);
+}
+
 Status StorageReader::read(const std::string& path, std::vector<std::uint8_t>& buf, double extra_ms) {
-  // O_NONBLOCK: opening a FIFO (or a link to one) must not wait for a writer; non-regular files are
-  // refused right after.
-  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
+  Status refused;
+  Fd f{open_sample(path, refused)};
+  if (!refused.is_ok()) return refused;
   if (f.fd < 0) return Status::io(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
   struct stat st;
   if (::fstat(f.fd, &st) != 0) return Status::io(fmt::format("cannot stat '{}': {}", path, std::strerror(errno)));

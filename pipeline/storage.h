@@ -21,13 +21,19 @@ struct StorageKnobs {
   double bandwidth_mbps = 0;    // MB/s shared by every reader (token bucket); 0 = uncapped
   bool cold_cache = false;      // drop the file's page-cache pages before reading it
   std::uint64_t max_file_bytes = 64ull << 20;  // larger files are refused (not a sample)
+  // Every open stays beneath this canonical folder (the dataset's): a path or link that leads out of it
+  // is refused. Empty: any path is read (--data-outside).
+  std::string confine_root;
 };
 
 class StorageReader {
  public:
   // `cancel` (may be null, must outlive the reader): every emulated wait wakes within ~20 ms of it
   // becoming true and the read returns `unavailable`.
-  explicit StorageReader(StorageKnobs knobs, const std::atomic<bool>* cancel = nullptr) : knobs_(knobs), cancel_(cancel) {}
+  explicit StorageReader(StorageKnobs knobs, const std::atomic<bool>* cancel = nullptr);
+  ~StorageReader();
+  StorageReader(const StorageReader&) = delete;
+  StorageReader& operator=(const StorageReader&) = delete;
   // Reads the whole regular file at `path` into `buf` (resized; capacity reused) with pread. Never
   // blocks on a FIFO or device (opened non-blocking, refused unless regular). `extra_ms` adds a one-off
   // latency (the periodic slow-file knob). Errors name the path and the errno text.
@@ -37,8 +43,10 @@ class StorageReader {
 
  private:
   bool throttle(std::uint64_t bytes);
+  int open_sample(const std::string& path, Status& refused) const;
   StorageKnobs knobs_;
   const std::atomic<bool>* cancel_;
+  int root_fd_ = -1;  // confine_root opened O_PATH (the base of every confined open)
   std::atomic<std::int64_t> next_free_ns_{0};
   std::atomic<std::uint64_t> misses_{0};  // token bucket: when the shared "device" is free again
 };

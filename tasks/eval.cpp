@@ -2,6 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -11,6 +16,7 @@
 #include <toml++/toml.h>
 
 #include "stalldx/output_file.h"
+#include "stalldx/text.h"
 #include "stalldx/run_config.h"
 #include "stalldx/tasks/child_process.h"
 #include "stalldx/trace_io.h"
@@ -18,6 +24,15 @@
 namespace fs = std::filesystem;
 
 namespace stalldx::tasks {
+
+namespace {
+bool safe_file_stem(const std::string& name) {
+  if (name.empty() || name.size() > 100 || name[0] == '.') return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+  });
+}
+}  // namespace
 
 Status load_scenarios(const std::string& path, std::vector<Scenario>& out) {
   out.clear();
@@ -36,6 +51,10 @@ Status load_scenarios(const std::string& path, std::vector<Scenario>& out) {
     std::getline(ss, spec, '\t');
     if (s.name.empty() || s.config.empty() || spec.empty())
       return Status::invalid(fmt::format("{}:{}: expected 'name<TAB>config<TAB>expected'", path, lineno));
+    // The name becomes file names under --out: nothing may land outside it (no '/', no '..', no hidden name).
+    if (!safe_file_stem(s.name))
+      return Status::invalid(fmt::format("{}:{}: scenario name '{}' is not a plain file name (letters, digits, '.', '_', '-'; "
+                                         "not starting with '.'; at most 100)", path, lineno, to_valid_utf8(s.name)));
     if (Status st = diagnose::Expectation::parse(spec, s.expect); !st.is_ok())
       return Status::invalid(fmt::format("{}:{}: {}", path, lineno, st.message()));
     if (!fs::exists(s.config)) return Status::invalid(fmt::format("{}:{}: config '{}' does not exist", path, lineno, s.config));
@@ -66,11 +85,24 @@ Status run_eval(const EvalOptions& o, EvalResult& result, const StopFlag* stop, 
   std::error_code ec;
   fs::create_directories(o.out, ec);
   if (ec) return Status::io(fmt::format("cannot create '{}': {}", o.out, ec.message()));
+  // Every file of this evaluation goes to a staging folder inside --out and replaces the previous
+  // results only once the evaluation is complete: an interrupted or failed one leaves them as they were.
+  std::string stage = (fs::path(o.out) / ".stalldx-eval-XXXXXX").string();
+  if (mkdtemp(stage.data()) == nullptr) return Status::io(fmt::format("cannot create a staging folder in '{}': {}", o.out, std::strerror(errno)));
+  struct Cleanup {
+    const std::string& dir;
+    ~Cleanup() {
+      std::error_code e;
+      fs::remove_all(dir, e);
+    }
+  } cleanup{stage};
+  // Where a staged file will be once published (for messages).
+  auto published = [&](const std::string& staged) { return o.out + staged.substr(stage.size()); };
   auto say = [&](const std::string& s) { if (log) log(s); };
   for (const Scenario& s : scenarios) {
     if (!o.only.empty() && s.name != o.only) continue;
     if (stop != nullptr && stop->stopped()) { result.interrupted = true; break; }
-    const std::string trace = fmt::format("{}/{}.json", o.out, s.name);
+    const std::string trace = fmt::format("{}/{}.json", stage, s.name);
     diagnose::Thresholds th;
     if (o.record) th.warmup_steps = scenario_warmup(s.config);
     // One child run, its trace read back. `fatal`: the child could not be started (eval stops);
@@ -92,14 +124,14 @@ Status run_eval(const EvalOptions& o, EvalResult& result, const StopFlag* stop, 
       if (out.stopped) return out;
       out.failure = child.exited && child.code == 0
                         ? read_trace_file(trace_path, t)
-                        : Status::internal(child.exited ? fmt::format("run failed (exit {}), see {}", child.code, log_path)
-                                                        : fmt::format("run killed by signal {}, see {}", child.signal, log_path));
+                        : Status::internal(child.exited ? fmt::format("run failed (exit {}), see {}", child.code, published(log_path))
+                                                        : fmt::format("run killed by signal {}, see {}", child.signal, published(log_path)));
       return out;
     };
     say(fmt::format("{} ...", s.name));
     Trace native, t;
     if (o.record && o.against_native) {
-      const Outcome n = run_one(false, fmt::format("{}/{}.native.json", o.out, s.name), native);
+      const Outcome n = run_one(false, fmt::format("{}/{}.native.json", stage, s.name), native);
       if (!n.fatal.is_ok()) return n.fatal;
       if (n.stopped) { result.interrupted = true; break; }
       if (!n.failure.is_ok()) {
@@ -129,10 +161,10 @@ Status run_eval(const EvalOptions& o, EvalResult& result, const StopFlag* stop, 
                                               100 * a.rate, 100 * o.min_accuracy));
     }
     if (o.keep_steps > 0) {
-      if (Status ws = write_trace_file(diagnose::trim_steps(t, o.keep_steps), fmt::format("{}/{}.trimmed.json", o.out, s.name)); !ws.is_ok())
+      if (Status ws = write_trace_file(diagnose::trim_steps(t, o.keep_steps), fmt::format("{}/{}.trimmed.json", stage, s.name)); !ws.is_ok())
         return ws;
       if (o.record && o.against_native)
-        if (Status ws = write_trace_file(diagnose::trim_steps(native, o.keep_steps), fmt::format("{}/{}.native.trimmed.json", o.out, s.name));
+        if (Status ws = write_trace_file(diagnose::trim_steps(native, o.keep_steps), fmt::format("{}/{}.native.trimmed.json", stage, s.name));
             !ws.is_ok())
           return ws;
     }
@@ -143,15 +175,21 @@ Status run_eval(const EvalOptions& o, EvalResult& result, const StopFlag* stop, 
       result.failures.push_back(std::move(f));
     }
   }
+  if (result.interrupted) return Status::ok();  // the previous results stay (the staging folder goes)
   result.confusion_text = diagnose::confusion_text(result.scores);
   result.confusion_json = diagnose::confusion_json(result.scores);
-  if (Status st = write_file_atomic(o.out + "/confusion.txt", result.confusion_text); !st.is_ok()) return st;
-  if (Status st = write_file_atomic(o.out + "/confusion.json", result.confusion_json); !st.is_ok()) return st;
+  if (Status st = write_file_atomic(stage + "/confusion.txt", result.confusion_text); !st.is_ok()) return st;
+  if (Status st = write_file_atomic(stage + "/confusion.json", result.confusion_json); !st.is_ok()) return st;
   if (!result.agreement_text.empty())
     result.agreement_text = "accuracy natively and under record, and per-step agreement of the two verdicts:\n" + result.agreement_text;
   if (!result.agreement_text.empty())
-    if (Status st = write_file_atomic(o.out + "/agreement.txt", result.agreement_text); !st.is_ok()) return st;
-  if (Status st = write_file_atomic(o.out + "/eval.html", diagnose::eval_html(result.scores)); !st.is_ok()) return st;
+    if (Status st = write_file_atomic(stage + "/agreement.txt", result.agreement_text); !st.is_ok()) return st;
+  if (Status st = write_file_atomic(stage + "/eval.html", diagnose::eval_html(result.scores)); !st.is_ok()) return st;
+  // Complete: publish (one rename per file, same file system).
+  for (const fs::directory_entry& e : fs::directory_iterator(stage, ec)) {
+    const fs::path to = fs::path(o.out) / e.path().filename();
+    if (fs::rename(e.path(), to, ec); ec) return Status::io(fmt::format("cannot move {} to {}: {}", e.path().string(), to.string(), ec.message()));
+  }
   return Status::ok();
 }
 

@@ -15,6 +15,7 @@
 #include <map>
 
 #include "stalldx/datasets/generator.h"
+#include "dataset_index.h"
 #include "jpeg_decoder.h"
 #include "stalldx/pipeline/runner.h"
 #include "storage.h"
@@ -177,6 +178,56 @@ TEST(BadInput, FifoBehindAJpgLinkNeverBlocksARead) {
   const Status st = storage.read((root / "pipe.jpg").string(), bytes);  // would block forever in a blocking open()
   EXPECT_FALSE(st.is_ok());
   EXPECT_NE(st.message().find("not a regular file"), std::string::npos) << st.message();
+}
+
+// Before: manifest entries like ../../../etc/passwd or /etc/hostname were read, and a device node named
+// there was opened before being refused.
+TEST(BadInput, DatasetEntriesAndLinksStayInTheirFolder) {
+  const fs::path outside = stalldx::testing::temp_dir("outside");
+  const std::vector<std::uint8_t> jpeg = good_jpeg();
+  stalldx::testing::write_file((outside / "secret.jpg").string(), std::string(jpeg.begin(), jpeg.end()));
+  const fs::path root = stalldx::testing::temp_dir("confined");
+  fs::create_directories(root / "a");
+  for (int i = 0; i < 4; ++i) stalldx::testing::write_file((root / "a" / fmt::format("{}.jpg", i)).string(), std::string(jpeg.begin(), jpeg.end()));
+  fs::create_symlink(root / "a" / "0.jpg", root / "a" / "inside_link.jpg");  // stays inside: read
+  fs::create_symlink(outside / "secret.jpg", root / "a" / "out_link.jpg");    // leads out: refused
+  fs::create_directory_symlink(outside, root / "b");                         // a folder link out: refused too
+  stalldx::testing::write_file((root / "manifest.tsv").string(),
+                               "a/0.jpg\t0\na/1.jpg\t0\na/2.jpg\t0\na/3.jpg\t0\na/inside_link.jpg\t0\na/out_link.jpg\t0\nb/secret.jpg\t0\n" +
+                                   fmt::format("../{}/secret.jpg\t0\n{}\t0\n/dev/zero\t0\n", outside.filename().string(),
+                                               (outside / "secret.jpg").string()));
+  DatasetIndex index;
+  ASSERT_TRUE(load_index(root.string(), index).is_ok());
+  EXPECT_EQ(index.outside_entries, 3u) << "'..', an absolute path and a device node by absolute path";
+  ASSERT_EQ(index.samples.size(), 7u);
+  StorageReader storage(StorageKnobs{0, 0, false, 64ull << 20, index.confine});
+  int opened = 0, refused = 0;
+  for (const SampleEntry& e : index.samples) {
+    std::vector<std::uint8_t> bytes;
+    const Status st = storage.read(e.path, bytes);
+    if (st.is_ok()) ++opened;
+    else if (st.message().find("outside the dataset folder") != std::string::npos) ++refused;
+    else ADD_FAILURE() << st.message();
+  }
+  EXPECT_EQ(opened, 5);
+  EXPECT_EQ(refused, 2);
+  DatasetIndex open;  // --data-outside: as before
+  ASSERT_TRUE(load_index(root.string(), open, true).is_ok());
+  EXPECT_EQ(open.samples.size(), 10u);
+  EXPECT_TRUE(open.confine.empty());
+  // A run over it counts the refused links as bad samples and goes on.
+  RunConfig c;
+  c.data = root.string();
+  c.device = DeviceKind::none;
+  c.batch = 4;
+  c.warmup = 0;
+  c.steps = 6;
+  c.workers = 1;
+  c.step_ms = 0;
+  c.max_bad_fraction = 1;
+  RunResult r;
+  ASSERT_TRUE(run_pipeline(c, r).is_ok());
+  EXPECT_GT(r.bad.by_kind["read"], 0u);
 }
 
 TEST(BadInput, EmulatedStorageWaitsWakeOnCancel) {

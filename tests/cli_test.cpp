@@ -178,6 +178,25 @@ TEST(Cli, DatasetCommandWritesAManifest) {
   EXPECT_EQ(run(fmt::format("dataset {} --classes 0", dir)).code, 2);
 }
 
+// Before: a second `dataset DIR` silently replaced the manifest and same-named files of whatever was there.
+TEST(Cli, DatasetRefusesAFolderThatIsNotAnUnfinishedGenerationOfTheSameOptions) {
+  const std::string dir = temp_dir("ds-over");
+  write_file(dir + "/notes.txt", "mine\n");
+  write_file(dir + "/manifest.tsv", "mine\n");
+  const Result r = run(fmt::format("dataset {} --classes 2 --per-class 3", dir));
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--force"), std::string::npos) << r.out;
+  EXPECT_EQ(read_file(dir + "/manifest.tsv"), "mine\n");
+  EXPECT_FALSE(fs::exists(dir + "/class_000"));
+  const std::string made = temp_dir("ds-again") + "/d";  // a finished dataset is not taken up again either
+  ASSERT_EQ(run(fmt::format("dataset {} --classes 2 --per-class 3", made)).code, 0);
+  EXPECT_EQ(run(fmt::format("dataset {} --classes 2 --per-class 3", made)).code, 2);
+  const Result forced = run(fmt::format("dataset {} --classes 2 --per-class 3 --force", dir));
+  ASSERT_EQ(forced.code, 0) << forced.out;
+  EXPECT_NE(read_file(dir + "/manifest.tsv").find("class_001/img_000005.jpg"), std::string::npos);
+  EXPECT_EQ(read_file(dir + "/notes.txt"), "mine\n");
+}
+
 }  // namespace
 
 // `diagnose --trimmed DIR`: a cut of the trace that diagnoses alike, written beside, never over its input.

@@ -45,6 +45,26 @@ TEST(Signals, RunStopsAtEveryMomentAndLeavesAnInterruptedTrace) {
   }
 }
 
+// Before: two runs on one trace path both exited 0, one trace silently replacing the other.
+TEST(Signals, ASecondRunOnTheSameTracePathIsRefusedAndTheFirstStaysWhole) {
+  const std::string dir = temp_dir("sig-two");
+  const std::string trace = dir + "/t.json";
+  const std::vector<std::string> args{STALLDX_BINARY, "run", "--data", small_dataset(), "--device", "none", "--batch", "8", "--steps", "100000",
+                                      "--warmup", "1", "--workers", "1", "--step-ms", "2", "--trace", trace};
+  Spawned first(args);
+  ASSERT_TRUE(first.wait_for_line("stalldx run: started")) << first.stderr_text();
+  Spawned second(args);
+  double secs = 0;
+  EXPECT_EQ(second.wait_exit(secs), 2) << second.stderr_text();
+  EXPECT_NE(second.stderr_text().find("is writing " + trace), std::string::npos) << second.stderr_text();
+  first.signal(SIGINT);
+  EXPECT_EQ(first.wait_exit(secs), 130) << first.stderr_text();
+  Trace t;
+  ASSERT_TRUE(read_trace_file(trace, t).is_ok());
+  EXPECT_TRUE(t.meta.interrupted);
+  for (const auto& e : fs::directory_iterator(dir)) EXPECT_EQ(e.path().filename().string(), "t.json") << "no lock or partial file left";
+}
+
 TEST(Signals, RunWaitingOnAbsurdlySlowStorageStillStops) {
   const std::string trace = temp_dir("sig") + "/t.json";
   Spawned p({STALLDX_BINARY, "run", "--data", small_dataset(), "--device", "none", "--batch", "8", "--steps", "10", "--workers", "2",
@@ -149,12 +169,19 @@ TEST(Signals, EvalForwardsTheSignalToItsRunAndStops) {
   const std::string dir = temp_dir("sigeval");
   write_file(dir + "/slow.toml", "[run]\ndevice = \"none\"\nbatch = 8\nwarmup = 1\nsteps = 1000\nworkers = 1\nstep-ms = 50\n");
   write_file(dir + "/list.tsv", "slow\t" + dir + "/slow.toml\tdevice-bound\n");
+  // A previous complete evaluation in --out: an interrupted one must leave it whole (before: wiped).
+  fs::create_directories(dir + "/out");
+  write_file(dir + "/out/confusion.txt", "previous\n");
+  write_file(dir + "/out/slow.json", "previous trace\n");
   Spawned p({STALLDX_BINARY, "eval", dir + "/list.tsv", "--data", small_dataset(), "--out", dir + "/out"});
   ASSERT_TRUE(p.wait_for_line("stalldx eval: slow ...")) << p.stderr_text();
   p.signal(SIGINT);
   double secs = 0;
   EXPECT_EQ(p.wait_exit(secs), 130) << p.stderr_text();
   EXPECT_LT(secs, kMaxExitSeconds);
+  EXPECT_EQ(read_file(dir + "/out/confusion.txt"), "previous\n");
+  EXPECT_EQ(read_file(dir + "/out/slow.json"), "previous trace\n");
+  for (const auto& e : fs::directory_iterator(dir + "/out")) EXPECT_NE(e.path().filename().string().rfind(".stalldx-eval", 0), 0u) << e.path();
 }
 
 }  // namespace

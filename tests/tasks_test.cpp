@@ -98,6 +98,22 @@ TEST(EvalTask, PathsWithQuotesAndSpacesReachTheChildIntact) {
   EXPECT_EQ(run_eval(o, r).code(), Status::Code::invalid_argument);
 }
 
+// Before: a scenario named "../../x" wrote its trace and log outside --out.
+TEST(EvalTask, ScenarioNamesThatAreNotPlainFileNamesAreRefusedWithTheLine) {
+  const std::string dir = temp_dir("eval-names");
+  write_file(dir + "/c.toml", "[run]\ndevice = \"none\"\n");
+  for (const std::string& name : std::vector<std::string>{"../../escaped", "/abs/path", "a/b", ".hidden", "tab\x1b[31m", std::string(101, 'a')}) {
+    write_file(dir + "/list.tsv", "# header\n" + name + "\t" + dir + "/c.toml\tdevice-bound\n");
+    std::vector<Scenario> s;
+    const Status st = load_scenarios(dir + "/list.tsv", s);
+    EXPECT_EQ(st.code(), Status::Code::invalid_argument) << name;
+    EXPECT_NE(st.message().find("list.tsv:2"), std::string::npos) << st.message();
+  }
+  write_file(dir + "/list.tsv", "fine_name-1.2\t" + dir + "/c.toml\tdevice-bound\n");
+  std::vector<Scenario> s;
+  EXPECT_TRUE(load_scenarios(dir + "/list.tsv", s).is_ok());
+}
+
 // Writers on a full disk (a small tmpfs; CI runs as root): the failure is an error with a message, never
 // "results: ..." over empty files, and a dataset is left marked incomplete.
 class FullDisk : public ::testing::Test {

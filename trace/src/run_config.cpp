@@ -131,6 +131,7 @@ const RunField kRunFields[] = {
     field<&RunConfig::read_bandwidth_mbps>("read_bandwidth_mbps", "read bandwidth cap in MB/s shared by all workers (0 = none, else >= 0.1)",
                                            kPlain, 0, 1e6),
     field<&RunConfig::cold_cache>("cold_cache", "drop each file's page cache before reading it; latency and bandwidth cap then apply to the reads that miss it", kFlag),
+    field<&RunConfig::data_outside>("data_outside", "read manifest entries (absolute, with ..) and links that lead outside the dataset folder (refused and counted by default)", kFlag),
     field<&RunConfig::spike_every>("spike_every", "every N-th batch one file read is slow (0 = off)", kPlain, 0, 1000000),
     field<&RunConfig::spike_ms>("spike_ms", "extra latency of that slow read", kPlain, 0, 10000),
     field<&RunConfig::competing_threads>("competing_threads", "threads spinning beside the workers for the whole run (emulates a busy host)",

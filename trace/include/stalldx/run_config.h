@@ -49,6 +49,7 @@ struct RunConfig {
   double read_latency_ms = 0;          // fixed extra latency per file read
   double read_bandwidth_mbps = 0;      // cap in MB/s shared by all workers
   bool cold_cache = false;             // posix_fadvise(DONTNEED) before each read
+  bool data_outside = false;           // read manifest entries and links leading outside the dataset folder
   int spike_every = 0;                 // every N-th batch, one file read takes spike_ms longer
   double spike_ms = 0;
   int competing_threads = 0;           // threads spinning beside the workers for the whole run (a busy host)

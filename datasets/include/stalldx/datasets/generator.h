@@ -19,6 +19,7 @@ struct GeneratorOptions {
   double bad_fraction = 0.0;        // planted bad files: truncated, zero-byte, garbage, non-JPEG (cycled)
   int threads = 0;                  // 0 = all cores
   bool resume = false;              // finish an interrupted generation: keep the images already written
+  bool force = false;               // write into a non-empty folder (same-named files and the manifest replaced)
   const StopFlag* stop = nullptr;   // polled per image; when raised, generation ends early (marker kept)
 };
 

@@ -118,6 +118,9 @@ struct Coverage {
   std::uint64_t dropped_host = 0, dropped_counters = 0, dropped_device = 0;
   std::uint64_t unmatched_device = 0;   // device work with no step
   std::uint64_t unmatched_calls = 0;    // runtime calls with no step, among those with device work
+  // What in the trace was not trusted (diagnose/trace_doubts.h): removed, or flagged.
+  std::uint64_t absurd_events = 0, repeated_events = 0, duplicate_correlations = 0, unlinked_device = 0, zero_length_kernels = 0;
+  bool device_links_doubtful = false;   // much device work links to no call: "the input keeps up" is not said
   bool interrupted = false;
   std::string confidence = "high";      // "high", or "lowered: <why>"
   std::vector<std::string> notes;

@@ -74,6 +74,7 @@ struct RankRow {                      // the run summary by rank
 };
 
 struct CrossRankReport {
+  bool clocks_disagree = false;  // arrivals far apart beyond what the steps allow: clocks not aligned (notes say so)
   int world_size = 0;
   std::string run_id;
   std::vector<int> missing;           // ranks of the world with no trace given
