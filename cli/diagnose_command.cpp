@@ -152,7 +152,7 @@ Action add_diagnose_command(CLI::App& app) {
     exit_on_signal(false);  // outputs: finish or fail cleanly
     std::string out = a->json ? diagnose::report_json(rep) + "\n" : diagnose::report_text(rep, !a->no_summaries);
     if (!a->what_if.empty()) {
-      const diagnose::StageCosts costs = diagnose::measure_stage_costs(t);
+      const diagnose::StageCosts costs = diagnose::measure_stage_costs(t, rep, a->th);  // the user's --warmup too
       out += "\n" + diagnose::whatif_table(costs, diagnose::predict_curve(costs, a->what_if));
     }
     if (!print_checked("diagnose", out)) return 1;

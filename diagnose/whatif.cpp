@@ -14,9 +14,10 @@
 
 namespace stalldx::diagnose {
 
-StageCosts measure_stage_costs(const Trace& t) {
-  const Report rep = diagnose(t);
-  const TraceIndex ix(t, Thresholds{});
+StageCosts measure_stage_costs(const Trace& t, const Thresholds& th) { return measure_stage_costs(t, diagnose(t, th), th); }
+
+StageCosts measure_stage_costs(const Trace& t, const Report& rep, const Thresholds& th) {
+  const TraceIndex ix(t, th);
   return stage_costs(t, ix, rep);
 }
 

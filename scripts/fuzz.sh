@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# scripts/fuzz.sh jpeg|trace|kineto|config [SECONDS=600] — builds the fuzz preset and runs one libFuzzer target on a
+# scripts/fuzz.sh jpeg|trace|kineto|config|kineto_gzip|roles|parts [SECONDS=600] — builds the fuzz preset and runs one libFuzzer target on a
 # copy of its seed corpus (tests/fuzz/corpus/<target>) for SECONDS; findings land in build/fuzz/findings.
 set -euo pipefail
-target=${1:?usage: fuzz.sh jpeg|trace|kineto|config [seconds]}; seconds=${2:-600}
+target=${1:?usage: fuzz.sh jpeg|trace|kineto|config|kineto_gzip|roles|parts [seconds]}; seconds=${2:-600}
 cmake --preset fuzz >/dev/null && cmake --build --preset fuzz --target "${target}_fuzz" >/dev/null
 work=build/fuzz/corpus-$target; mkdir -p "$work" build/fuzz/findings
 cp -n tests/fuzz/corpus/$target/* "$work/" 2>/dev/null || true

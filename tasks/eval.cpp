@@ -17,6 +17,7 @@
 
 #include "stalldx/output_file.h"
 #include "stalldx/text.h"
+#include "stalldx/toml_guard.h"
 #include "stalldx/run_config.h"
 #include "stalldx/tasks/child_process.h"
 #include "stalldx/trace_io.h"
@@ -69,7 +70,12 @@ namespace {
 // carry the run's config, so eval --record diagnoses with this.
 int scenario_warmup(const std::string& config) {
   int warmup = RunConfig{}.warmup;
-  toml::parse_result parsed = toml::parse_file(config);
+  std::ifstream in(config, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string safe;  // toml++ 3.3 must not see some code points (toml_guard.h)
+  if (!in || !guard_toml_text(text.str(), config, safe).is_ok()) return warmup;
+  toml::parse_result parsed = toml::parse(std::string_view(safe), std::string_view(config));
   if (parsed)
     if (auto w = parsed.table()["run"]["warmup"].value<std::int64_t>()) warmup = static_cast<int>(*w);
   return warmup;

@@ -88,6 +88,14 @@ void read_proc(const fs::path& path, ProcessParts& p, MergeReport& rep) {
 }
 
 // Reads one thread's range file into `t` (lane `lane`). Only the records the header publishes count.
+// A time no recording can hold: not after its begin, or (the recording's end known) after that end —
+// CLOCK_MONOTONIC never runs ahead of the merge. Such records are dropped and counted, never summed.
+bool impossible(std::int64_t begin_ns, std::int64_t end_ns, std::int64_t recording_end_ns) {
+  constexpr std::int64_t kSlackNs = 60'000'000'000;  // a minute: the end is taken after the command exits
+  if (begin_ns <= 0 || end_ns < begin_ns) return true;
+  return recording_end_ns > 0 && end_ns > recording_end_ns + kSlackNs;
+}
+
 Status read_ranges(const fs::path& path, const ProcessParts& p, const RoleMap& roles, const MergeOptions& o, std::uint32_t lane,
                    Trace& t, MergeReport& rep, std::int64_t& tid, std::uint64_t& pthread, bool& any_cpu) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
@@ -122,6 +130,10 @@ Status read_ranges(const fs::path& path, const ProcessParts& p, const RoleMap& r
     for (std::uint64_t i = 0; i < n; ++i) {
       const PartRange& r = recs[i];
       if (r.begin_ns <= 0) continue;
+      if (impossible(r.begin_ns, r.end_ns == 0 ? r.begin_ns : r.end_ns, o.end_ns)) {  // a corrupt or forged part: dropped, counted
+        rep.dropped++;
+        continue;
+      }
       HostRange out;
       out.begin_ns = r.begin_ns;
       out.end_ns = r.end_ns;
@@ -340,11 +352,19 @@ Status merge_parts(const std::string& dir, const RoleMap& roles, const MergeOpti
       lane_map[i] = lit->second;
     }
     for (RuntimeCall c : part.calls) {
+      if (impossible(c.begin_ns, c.end_ns, o.end_ns)) {
+        out.meta.dropped_device++;
+        continue;
+      }
       c.thread = c.thread < lane_map.size() ? lane_map[c.thread] : 0;
       c.name = out.intern(part.name(c.name));
       out.calls.push_back(c);
     }
     for (DeviceActivity a : part.activities) {
+      if (impossible(a.begin_ns, a.end_ns, o.end_ns)) {
+        out.meta.dropped_device++;
+        continue;
+      }
       a.name = out.intern(part.name(a.name));
       out.activities.push_back(a);
     }

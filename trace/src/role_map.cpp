@@ -1,4 +1,5 @@
 #include "stalldx/record/role_map.h"
+#include "stalldx/toml_guard.h"
 
 #define TOML_HEADER_ONLY 1
 #define TOML_EXCEPTIONS 0
@@ -102,7 +103,9 @@ RoleMap RoleMap::defaults() {
 
 Status RoleMap::parse(const std::string& text, const std::string& origin, RoleMap& out) {
   out = defaults();
-  toml::parse_result parsed = toml::parse(text, origin);
+  std::string safe;  // toml++ 3.3 must not see some code points (toml_guard.h)
+  if (Status st = guard_toml_text(text, origin, safe); !st.is_ok()) return Status::invalid(st.message());
+  toml::parse_result parsed = toml::parse(std::string_view(safe), std::string_view(origin));
   if (!parsed) {
     const auto& e = parsed.error();
     return Status::invalid(fmt::format("{}:{}:{}: {}", origin, e.source().begin.line, e.source().begin.column, e.description()));

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
@@ -79,7 +80,9 @@ std::vector<Family> numbered_families(Trace& t) {
     std::unordered_set<std::uint32_t> names;
     for (std::size_t i = 0; i < f.ranges.size(); ++i) {
       names.insert(f.ranges[i]->name);
-      f.covered_ns += f.ranges[i]->end_ns - f.ranges[i]->begin_ns;
+      // Saturating: ranges of a forged part could sum past int64 (each is end >= begin > 0, merge.cpp).
+      const std::int64_t d = f.ranges[i]->end_ns - f.ranges[i]->begin_ns;
+      f.covered_ns = d > INT64_MAX - f.covered_ns ? INT64_MAX : f.covered_ns + d;
       if (i > 0 && f.ranges[i]->begin_ns < f.ranges[i - 1]->end_ns && f.refused.empty()) f.refused = "its ranges overlap";
     }
     if (names.size() < 2 && f.refused.empty()) f.refused = "every one carries the same number";

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "stalldx/diagnose/diagnosis.h"
 #include "stalldx/trace_model.h"
 
 namespace stalldx::diagnose {
@@ -38,7 +39,10 @@ struct Prediction {
   std::string bound;                  // "workers (latency)", "CPU", "bandwidth", "device", "consumer"
 };
 
-StageCosts measure_stage_costs(const Trace& trace);
+StageCosts measure_stage_costs(const Trace& trace, const Thresholds& thresholds = {});
+// The same from a diagnosis already made of `trace` with `thresholds` (the user's warm-up included): no
+// second diagnosis pass.
+StageCosts measure_stage_costs(const Trace& trace, const Report& diagnosis, const Thresholds& thresholds);
 // Prefetch depth is not a term: it absorbs the variation of the producer's pace, it does not change the
 // mean rate (measured on the H200: the seed workload's img/s at prefetch 1, 2 and 4 within run-to-run
 // noise). A finite-buffer (M/M/1/K) coupling term was tried and dropped: it overstated the loss of the
