@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "stalldx/diagnose/evaluation.h"
+#include "stalldx/diagnose/whatif.h"
 #include "stalldx/trace_io.h"
 #include "test_dataset.h"
 
@@ -98,5 +99,20 @@ TEST(Scenarios, AgreementComparesStepsByNumberAndClass) {
   EXPECT_NE(other.differ.front().find("native retrieval, recorded device-bound"), std::string::npos) << other.differ.front();
 }
 
+}  // namespace
+}  // namespace stalldx::diagnose
+
+namespace stalldx::diagnose {
+namespace {
+// Before: --what-if ran a second diagnosis with the default thresholds, so it ignored --warmup.
+TEST(WhatIf, HonoursTheUsersWarmup) {
+  Trace t;
+  ASSERT_TRUE(read_trace_file(std::string(STALLDX_TEST_DATA) + "/h200/decoding-few-workers.json", t).is_ok());
+  Thresholds late;
+  late.warmup_steps = 8;
+  const StageCosts by_default = measure_stage_costs(t), with_warmup = measure_stage_costs(t, diagnose(t, late), late);
+  EXPECT_EQ(with_warmup.decode_cpu_ms, measure_stage_costs(t, late).decode_cpu_ms);
+  EXPECT_NE(by_default.decode_cpu_ms, with_warmup.decode_cpu_ms) << "the warm-up batches' decodes left out";
+}
 }  // namespace
 }  // namespace stalldx::diagnose
