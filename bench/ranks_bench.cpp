@@ -35,7 +35,7 @@ Trace make_rank(int rank, int world, int steps) {
   c.workers = 8;
   c.allreduce_mb = 51.2;
   to_meta(c, t.meta.config);
-  t.meta.config["standin"] = "true";
+  t.meta.standin = true;
   t.meta.config["run_id"] = "00000000feedbeef";
   t.meta.config["host"] = "synthetic";
   t.meta.config["clock_offset_ns"] = "0";

@@ -11,6 +11,7 @@ namespace stalldx::cli {
 Action add_dataset_command(CLI::App& app) {
   auto opts = std::make_shared<datasets::GeneratorOptions>();
   CLI::App* sub = app.add_subcommand("dataset", "generate a Food-101-like ImageFolder of JPEGs (+ manifest.tsv)");
+  sub->footer("Manual: docs/run.md (Datasets)");
   sub->add_option("root", opts->root, "output folder")->required();
   sub->add_option("--classes", opts->classes, "class folders")->capture_default_str()->check(CLI::Range(1, 100000));
   sub->add_option("--per-class", opts->images_per_class, "images per class")->capture_default_str()->check(CLI::Range(1, 10000000));

@@ -103,6 +103,7 @@ int diagnose_ranks(const std::vector<std::string>& files, const DiagnoseArgs& a)
 Action add_diagnose_command(CLI::App& app) {
   auto a = std::make_shared<DiagnoseArgs>();
   CLI::App* sub = app.add_subcommand("diagnose", "give every step of a stalldx trace a verdict, with evidence");
+  sub->footer("Manual: docs/verdicts.md; torch.profiler traces: docs/torch-profiler.md; ranks: docs/ranks.md");
   sub->add_option("traces", a->traces, "trace file (stalldx run --trace, stalldx record, torch.profiler); several: one per rank of an "
                                        "MPI job (out.rank*.json), diagnosed across ranks")->required();
   sub->add_flag("--json", a->json, "print the report as JSON");

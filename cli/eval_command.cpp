@@ -14,6 +14,7 @@ Action add_eval_command(CLI::App& app) {
   auto o = std::make_shared<tasks::EvalOptions>();
   auto json = std::make_shared<bool>(false);
   CLI::App* sub = app.add_subcommand("eval", "run induced-stall scenarios and score the verdicts (confusion matrix)");
+  sub->footer("Manual: docs/settings.md");
   sub->add_option("scenarios", o->scenarios, "TSV: name, config, expected class (see configs/scenarios-*.tsv)")->required();
   sub->add_option("--out", o->out, "folder for traces, logs and the results")->capture_default_str();
   sub->add_option("--data", o->data, "dataset for every scenario (default: the built-in set)");

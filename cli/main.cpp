@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
   CLI::App app{"stalldx: per-step diagnosis of GPU input-pipeline stalls (retrieval, decoding, submission, device-bound)"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "stalldx 0.1.0");
+  app.footer("Manual: README.md and docs/ (start with docs/pytorch.md for a PyTorch script, docs/record.md for any program)");
   // CLI11 reads config files at the top level only; subcommands fall through to it, and a file's
   // [run] / [sweep] table holds that subcommand's keys (= its long option names).
   app.allow_config_extras(CLI::config_extras_mode::error);  // an unknown key in a config is an error, not silence

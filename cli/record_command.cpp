@@ -54,7 +54,8 @@ Action add_record_command(CLI::App& app) {
   add_threshold_options(*sub, a->th);
   sub->add_option("command", a->options.command, "the program and its arguments, after --");
   sub->footer("Example: stalldx record --trace train.json -- python train.py --epochs 1\n"
-              "Ctrl-C is passed to the command; a second one ends it (SIGTERM, then SIGKILL after --kill-after).");
+              "Ctrl-C is passed to the command; a second one ends it (SIGTERM, then SIGKILL after --kill-after).\n"
+              "Manual: docs/record.md; PyTorch scripts: docs/pytorch.md");
   return [a] {
     // Everything the user gave is checked before CMD starts (exit 2).
     if (a->merge.empty() == a->options.command.empty())

@@ -27,6 +27,7 @@ struct RunArgs {
 Action add_run_command(CLI::App& app) {
   auto a = std::make_shared<RunArgs>();
   CLI::App* sub = app.add_subcommand("run", "run the reference input pipeline and report throughput (and, profiled, a trace)");
+  sub->footer("Manual: docs/run.md; every option: docs/configuration.md");
   add_run_options(*sub, a->config);
   sub->add_flag("--json", a->json, "print the report as JSON");
   sub->add_option("--html", a->html, "also write the diagnosis as one self-contained HTML page (profiled runs)");

@@ -34,6 +34,7 @@ Action add_sweep_command(CLI::App& app) {
   auto a = std::make_shared<SweepArgs>();
   tasks::SweepOptions& o = a->options;
   CLI::App* sub = app.add_subcommand("sweep", "measure img/s over worker x prefetch settings (unprofiled) and diagnose each (profiled)");
+  sub->footer("Manual: docs/settings.md");
   sub->add_option("--workers", o.workers, "worker counts, comma-separated")->delimiter(',')->capture_default_str();
   sub->add_option("--prefetch", o.prefetch, "prefetch depths, comma-separated")->delimiter(',')->capture_default_str();
   sub->add_option("--repeat", o.repeat, "unprofiled runs per point (median)")->capture_default_str();

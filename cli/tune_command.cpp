@@ -12,6 +12,7 @@ namespace stalldx::cli {
 Action add_tune_command(CLI::App& app) {
   auto o = std::make_shared<tasks::TuneOptions>();
   CLI::App* sub = app.add_subcommand("tune", "find the fewest workers and shallowest prefetch within 2% of the best img/s, from one profile and few runs");
+  sub->footer("Manual: docs/settings.md");
   sub->add_option("--workers", o->workers, "worker counts it may choose from, comma-separated")->delimiter(',')->capture_default_str();
   sub->add_option("--prefetch", o->prefetch, "prefetch depths it may choose from, comma-separated")->delimiter(',')->capture_default_str();
   sub->add_option("--repeat", o->repeat, "unprofiled runs per measured point (median)")->capture_default_str()->check(CLI::Range(1, 100));

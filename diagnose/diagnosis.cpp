@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "call_cause.h"
+#include "coverage.h"
 #include "trace_doubts.h"
 #include "copy_evidence.h"
 #include "stalldx/record/step_inference.h"
@@ -298,40 +299,7 @@ Report diagnose(const Trace& input, const Thresholds& th) {
     step_records[s]++;
     step_acts[s].push_back(i);
   }
-  std::vector<std::string> lowered;
-  if (cov.dropped_host + cov.dropped_device > 0)
-    lowered.push_back(fmt::format("{} host and {} device records were dropped", cov.dropped_host, cov.dropped_device));
-  if (cov.unmatched_device > 0) lowered.push_back(fmt::format("{} device records have no step", cov.unmatched_device));
-  note_doubts(doubts, cov, lowered);
-  if (t.meta.skipped_events > 0) {
-    lowered.push_back(fmt::format("{} events of the file could not be used", t.meta.skipped_events));
-    cov.notes.push_back(fmt::format("{} events were skipped when reading the trace (they ended before its origin)", t.meta.skipped_events));
-  }
-  if (!cov.device_records) {
-    lowered.push_back("no device records");
-    cov.notes.push_back(cov.cupti ? "CUPTI was on but recorded no device work: verdicts are not given, only host waits"
-                                  : "device records were not collected (CUPTI off or unavailable): no verdicts, host waits only");
-  }
-  // Steps the program did not mark (record/step_inference.h): from the period of its CUDA activity.
-  record::StepRule rule = record::StepRule::none;
-  if (auto it = t.meta.config.find("steps_rule"); it != t.meta.config.end() && record::step_rule_from_name(it->second, rule) &&
-                                                   rule == record::StepRule::cuda_period)
-    lowered.push_back("steps inferred from the period of the CUDA activity, not marked by the program");
-  if (ix.steps.empty()) {
-    std::size_t device_work = 0;
-    for (const DeviceActivity& a : t.activities) device_work += is_device_work(a.kind) ? 1 : 0;
-    cov.notes.push_back(fmt::format("no steps found in what was recorded: {} threads, {} ranges, {} CUDA calls, {} device records{}", t.threads.size(),
-                                    t.ranges.size(), t.calls.size(), device_work,
-                                    t.meta.config.count("steps_found_by") ? " (" + t.meta.config.at("steps_found_by") + ")" : ""));
-  }
-  if (cov.interrupted) cov.notes.push_back("the run was interrupted: the last steps may be incomplete");
-  const RecordedConfig recorded = recorded_config(t);
-  for (const std::string& p : recorded.problems) cov.notes.push_back(p);
-  if (!recorded.problems.empty()) lowered.push_back(fmt::format("{} recorded config values refused", recorded.problems.size()));
-  if (!lowered.empty()) {
-    cov.confidence = "lowered: ";
-    for (std::size_t i = 0; i < lowered.size(); ++i) cov.confidence += (i ? "; " : "") + lowered[i];
-  }
+  judge_coverage(t, ix, doubts, cov);
 
   std::int64_t prev = ix.steps.empty() ? 0 : ix.steps.front()->begin_ns;
   std::size_t busy_cursor = 0, gap_cursor = 0, seg_cursor = 0;

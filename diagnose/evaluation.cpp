@@ -10,34 +10,38 @@
 namespace stalldx::diagnose {
 
 namespace {
-const std::set<std::string> kClasses = {"retrieval", "decoding", "submission", "device-bound", "input"};
-std::string normalized(const StepDiagnosis& s) {
-  return s.verdict == Verdict::device_bound ? "device-bound" : verdict_name(s.verdict, false);
+// The verdicts a scenario may induce (device-bound read in either spelling).
+bool inducible(const std::string& name, Verdict& out) {
+  return verdict_from_name(name, out) && (out == Verdict::retrieval || out == Verdict::decoding || out == Verdict::submission ||
+                                          out == Verdict::device_bound || out == Verdict::input);
 }
+// Names in tables and messages: device-bound spelled one way (scores compare natively run and stand-in runs alike).
+std::string name_of(Verdict v) { return verdict_name(v, false); }
 }  // namespace
 
 Status Expectation::parse(const std::string& spec, Expectation& out) {
   out = Expectation{};
   out.spec = spec;
-  if (kClasses.count(spec)) {
-    out.on = out.off = spec;
+  if (Verdict v; inducible(spec, v)) {
+    out.on = out.off = v;
     return Status::ok();
   }
   int n = 0, r = 0;
   char a[32] = {0}, b[32] = {0};
-  if (std::sscanf(spec.c_str(), "alternate:%d:%d=%31[a-z-]:%31[a-z-]", &n, &r, a, b) == 4 && n > 0 && r >= 0 && r < n &&
-      kClasses.count(a) && kClasses.count(b)) {
+  Verdict va, vb;
+  if (std::sscanf(spec.c_str(), "alternate:%d:%d=%31[a-z-]:%31[a-z-]", &n, &r, a, b) == 4 && n > 0 && r >= 0 && r < n && inducible(a, va) &&
+      inducible(b, vb)) {
     out.period = n;
     out.residue = r;
-    out.on = a;
-    out.off = b;
+    out.on = va;
+    out.off = vb;
     return Status::ok();
   }
   return Status::invalid(fmt::format("bad expectation '{}': want a class ({}) or alternate:N:R=class:class", spec,
                                      "retrieval, decoding, submission, device-bound, input"));
 }
 
-const std::string& Expectation::expected(std::int64_t step) const {
+Verdict Expectation::expected(std::int64_t step) const {
   return period > 0 && step % period == residue ? on : period > 0 ? off : on;
 }
 
@@ -48,11 +52,10 @@ ScenarioScore score(const std::string& name, const Report& report, const Expecta
   for (const StepDiagnosis& d : report.steps) {
     if (d.warmup) continue;
     s.steady++;
-    const std::string& want = e.expected(d.step);
-    const std::string got = normalized(d);
+    const Verdict want = e.expected(d.step), got = d.verdict;
     s.cells[{want, got}]++;
     if (got == want) s.correct++;
-    else s.misses.push_back(fmt::format("step {}: expected {}, got {} ({})", d.step, want, got, d.evidence));
+    else s.misses.push_back(fmt::format("step {}: expected {}, got {} ({})", d.step, name_of(want), name_of(got), d.evidence));
   }
   s.accuracy = s.steady ? static_cast<double>(s.correct) / s.steady : 0;
   return s;
@@ -61,42 +64,43 @@ ScenarioScore score(const std::string& name, const Report& report, const Expecta
 Agreement agreement(const std::string& name, const Report& native, const Report& recorded) {
   Agreement a;
   a.name = name;
-  std::map<std::int64_t, std::string> by_step;
+  std::map<std::int64_t, Verdict> by_step;
   for (const StepDiagnosis& d : native.steps)
-    if (!d.warmup) by_step[d.step] = normalized(d);
+    if (!d.warmup) by_step[d.step] = d.verdict;
   for (const StepDiagnosis& d : recorded.steps) {
     if (d.warmup) continue;
     auto it = by_step.find(d.step);
     if (it == by_step.end()) continue;
     a.steps++;
-    const std::string got = normalized(d);
-    if (got == it->second) a.same++;
-    else a.differ.push_back(fmt::format("step {}: native {}, recorded {}", d.step, it->second, got));
+    if (d.verdict == it->second) a.same++;
+    else a.differ.push_back(fmt::format("step {}: native {}, recorded {}", d.step, name_of(it->second), name_of(d.verdict)));
   }
   a.rate = a.steps ? static_cast<double>(a.same) / a.steps : 0;
   return a;
 }
 
 std::string confusion_text(const std::vector<ScenarioScore>& scores) {
-  std::vector<std::string> rows = {"retrieval", "decoding", "submission", "device-bound"};
-  std::set<std::string> cols_set(rows.begin(), rows.end());
-  std::map<std::pair<std::string, std::string>, int> total;
+  const std::vector<Verdict> rows = {Verdict::retrieval, Verdict::decoding, Verdict::submission, Verdict::device_bound};
+  std::map<std::pair<Verdict, Verdict>, int> total;
+  std::set<std::string> other;  // verdicts given that no scenario induces, as columns after the rows' (by name)
   for (const ScenarioScore& s : scores)
     for (auto& [k, n] : s.cells) {
       total[k] += n;
-      cols_set.insert(k.second);
+      if (std::find(rows.begin(), rows.end(), k.second) == rows.end()) other.insert(name_of(k.second));
     }
-  std::vector<std::string> cols(rows);
-  for (const std::string& c : cols_set)
-    if (std::find(cols.begin(), cols.end(), c) == cols.end()) cols.push_back(c);
+  std::vector<Verdict> cols(rows);
+  for (const std::string& name : other) {
+    Verdict v;
+    if (verdict_from_name(name, v)) cols.push_back(v);
+  }
   std::string out;
   auto o = std::back_inserter(out);
   fmt::format_to(o, "confusion matrix (steady-state steps; rows: induced class, columns: verdict)\n  {:<14}", "induced \\ got");
-  for (const std::string& c : cols) fmt::format_to(o, " {:>13}", c);
+  for (const Verdict c : cols) fmt::format_to(o, " {:>13}", name_of(c));
   out += "\n";
-  for (const std::string& r : rows) {
-    fmt::format_to(o, "  {:<14}", r);
-    for (const std::string& c : cols) {
+  for (const Verdict r : rows) {
+    fmt::format_to(o, "  {:<14}", name_of(r));
+    for (const Verdict c : cols) {
       auto it = total.find({r, c});
       fmt::format_to(o, " {:>13}", it == total.end() ? 0 : it->second);
     }
@@ -112,7 +116,7 @@ std::string confusion_json(const std::vector<ScenarioScore>& scores) {
   nlohmann::json j = nlohmann::json::array();
   for (const ScenarioScore& s : scores) {
     nlohmann::json cells = nlohmann::json::array();
-    for (auto& [k, n] : s.cells) cells.push_back({{"expected", k.first}, {"verdict", k.second}, {"steps", n}});
+    for (auto& [k, n] : s.cells) cells.push_back({{"expected", name_of(k.first)}, {"verdict", name_of(k.second)}, {"steps", n}});
     j.push_back({{"scenario", s.name}, {"expected", s.expected}, {"steady_steps", s.steady}, {"correct", s.correct},
                  {"accuracy", s.accuracy}, {"misses", s.misses}, {"cells", cells}});
   }

@@ -65,13 +65,13 @@ void producer_ratios(const Trace& t, const TraceIndex& ix, RunSummary& sum) {
 
 void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& th, Report& rep) {
   RunSummary& sum = rep.summary;
-  std::map<std::string, int> counts;
+  std::array<int, kVerdictCount> counts{};
   int launch_steps = 0;
   double launches = 0, host_us = 0, device_us = 0, pace_us = 0;
   for (const StepDiagnosis& s : rep.steps) {
     if (s.warmup) { sum.warmup_steps++; continue; }
     sum.steady_steps++;
-    counts[verdict_name(s.verdict, rep.coverage.standin)]++;
+    counts[static_cast<std::size_t>(s.verdict)]++;
     add_totals(sum, s);
     if (s.launch.launches > 0) {
       ++launch_steps;
@@ -88,15 +88,19 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
     sum.host_us_between_launches = pace_us / launch_steps;
   }
   producer_ratios(t, ix, sum);
-  for (auto& kv : counts) sum.verdict_counts.push_back(kv);
-  std::sort(sum.verdict_counts.begin(), sum.verdict_counts.end(), [](auto& a, auto& b) { return a.second > b.second; });
-  sum.dominant = sum.verdict_counts.empty() ? "none" : sum.verdict_counts.front().first;
+  // Most frequent first; ties in the order of their names (as reports list them).
+  for (int v = 0; v < kVerdictCount; ++v)
+    if (counts[static_cast<std::size_t>(v)] > 0) sum.verdict_counts.push_back({static_cast<Verdict>(v), counts[static_cast<std::size_t>(v)]});
+  const bool standin = rep.coverage.standin;
+  std::sort(sum.verdict_counts.begin(), sum.verdict_counts.end(), [standin](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : verdict_name(a.first, standin) < verdict_name(b.first, standin);
+  });
+  if (!sum.verdict_counts.empty()) sum.dominant = sum.verdict_counts.front().first;
 
   auto& advice = sum.advice;
   const auto say = [&](Advice kind, std::string text) { advice.push_back(Advised{kind, std::move(text)}); };
   const RecordedConfig recorded = recorded_config(t);
-  const auto known = [&](std::string_view f) { return recorded.known(f); };  // a recorded fact, not a default
-  const bool ours = known("workers");
+  const bool ours = recorded.known<&RunConfig::workers>();
   const RunConfig& cfg = recorded.config;
   const HostFacts& host = t.meta.host_facts;
   const int cores = host.usable_cpus > 0 ? host.usable_cpus : host.cpus;
@@ -174,14 +178,14 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
   for (int c = 0; c < kCauseCount; ++c)
     if (input_cause(static_cast<Cause>(c))) input_stall += basis.cause_ms[static_cast<std::size_t>(c)];
   const double input_share = basis.steady_window_ms > 0 ? input_stall / basis.steady_window_ms : 0;
-  if ((sum.dominant == "device-bound" || sum.dominant == "consumer-bound") && !uneven.found && input_share < kKeepsUpShare &&
+  if (sum.dominant == Verdict::device_bound && !uneven.found && input_share < kKeepsUpShare &&
       !rep.coverage.device_links_doubtful)  // device work linked to no call: its steps, so the stalls, are guesses
     say(Advice::input_keeps_up,
         fmt::format("{}: the input pipeline keeps up (the loop waited on input {:.1f}% of steady-state time{}); more workers or prefetch buy nothing",
-                    sum.dominant, 100 * input_share, startup.count > 0 ? " after start-up" : ""));
+                    verdict_name(Verdict::device_bound, rep.coverage.standin), 100 * input_share, startup.count > 0 ? " after start-up" : ""));
 
   if (share(StallClass::retrieval) >= 0.3) {
-    if (known("read_bandwidth_mbps") && cfg.read_bandwidth_mbps > 0)
+    if (recorded.known<&RunConfig::read_bandwidth_mbps>() && cfg.read_bandwidth_mbps > 0)
       say(Advice::bandwidth_cap, fmt::format("retrieval: {:.0f} ms of stall under a {} MB/s read bandwidth cap — more workers share the same "
                                              "bandwidth and buy nothing; only faster storage (or smaller files) helps",
                                              basis.stall_ms[0], cfg.read_bandwidth_mbps));
@@ -210,7 +214,7 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
                                 100 * sum.producer_runq_ratio)
                   : fmt::format("the decode threads ran only {:.0f}% of their wall time (starved of CPU)", 100 * std::max(0.0, sum.decode_cpu_ratio));
         std::string others;
-        if (known("competing_threads") && cfg.competing_threads > 0) others = fmt::format("{} competing threads in this run", cfg.competing_threads);
+        if (recorded.known<&RunConfig::competing_threads>() && cfg.competing_threads > 0) others = fmt::format("{} competing threads in this run", cfg.competing_threads);
         const double load = std::max(host.load_1m_start, host.load_1m_end);
         if (cores > 0 && load > cores) others += fmt::format("{}load {:.1f} on {} cores", others.empty() ? "" : "; ", load, cores);
         if (ours && cores > 0 && cfg.workers + 1 > cores)
@@ -238,27 +242,27 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
                                             ours ? fmt::format(" (now {}, {} usable cores)", cfg.workers, cores > 0 ? std::to_string(cores) : "?") : "",
                                             expect));
     }
-    if (known("dct_scaling") && !cfg.dct_scaling) say(Advice::enable_dct_scaling, "decoding: enable DCT-scaled decode (--dct-scaling true)");
-    if (known("roi_decode") && !cfg.roi_decode) say(Advice::enable_roi_decode, "decoding: enable region-of-interest decode (--roi-decode true)");
-    if (known("output") && cfg.output != OutputFormat::uint8_nhwc)
+    if (recorded.known<&RunConfig::dct_scaling>() && !cfg.dct_scaling) say(Advice::enable_dct_scaling, "decoding: enable DCT-scaled decode (--dct-scaling true)");
+    if (recorded.known<&RunConfig::roi_decode>() && !cfg.roi_decode) say(Advice::enable_roi_decode, "decoding: enable region-of-interest decode (--roi-decode true)");
+    if (recorded.known<&RunConfig::output>() && cfg.output != OutputFormat::uint8_nhwc)
       say(Advice::uint8_output, "decoding: uint8 output with normalization on the device (--output uint8) cuts the host's per-pixel work");
   }
 
   if (share(StallClass::submission) >= 0.3) {
     const double sub = basis.stall_ms[2];
     const auto big = [&](Cause c) { return sub > 0 && cause(basis, c) >= 0.2 * sub; };
-    if (big(Cause::pageable_copy) && !(known("memory") && cfg.memory == MemoryKind::pinned && !cfg.pin_per_batch))
+    if (big(Cause::pageable_copy) && !(recorded.known<&RunConfig::memory>() && cfg.memory == MemoryKind::pinned && !cfg.pin_per_batch))
       say(Advice::pinned_memory, fmt::format("submission: {:.0f} ms in pageable copies — allocate batch buffers pinned once{}", cause(basis, Cause::pageable_copy),
-                                             known("memory") ? " (--memory pinned)" : " (cudaHostAlloc, or pin_memory=True)"));
-    if (big(Cause::per_sample_copies) && !(known("copy") && cfg.copy == CopyStyle::batch))
+                                             recorded.known<&RunConfig::memory>() ? " (--memory pinned)" : " (cudaHostAlloc, or pin_memory=True)"));
+    if (big(Cause::per_sample_copies) && !(recorded.known<&RunConfig::copy>() && cfg.copy == CopyStyle::batch))
       say(Advice::batch_copies, fmt::format("submission: {:.0f} ms in per-sample copies — one cudaMemcpyAsync per batch{}", cause(basis, Cause::per_sample_copies),
-                                            known("copy") ? " (--copy batch)" : ""));
-    if (big(Cause::host_allocation) && !(known("pin_per_batch") && known("memory") && !cfg.pin_per_batch && cfg.memory == MemoryKind::pinned))
+                                            recorded.known<&RunConfig::copy>() ? " (--copy batch)" : ""));
+    if (big(Cause::host_allocation) && !(recorded.known<&RunConfig::pin_per_batch>() && recorded.known<&RunConfig::memory>() && !cfg.pin_per_batch && cfg.memory == MemoryKind::pinned))
       say(Advice::pin_once, fmt::format("submission: {:.0f} ms pinning/allocating inside the step — pin the buffers once, up front{}",
-                                        cause(basis, Cause::host_allocation), known("pin_per_batch") && cfg.pin_per_batch ? " (drop --pin-per-batch)" : ""));
-    if (big(Cause::synchronization) && !(known("sync_every_step") && !cfg.sync_every_step))
+                                        cause(basis, Cause::host_allocation), recorded.known<&RunConfig::pin_per_batch>() && cfg.pin_per_batch ? " (drop --pin-per-batch)" : ""));
+    if (big(Cause::synchronization) && !(recorded.known<&RunConfig::sync_every_step>() && !cfg.sync_every_step))
       say(Advice::drop_step_sync, fmt::format("submission: {:.0f} ms synchronizing inside the step — drop the per-step sync and let the in-flight "
-                                              "limit pace the loop{}", cause(basis, Cause::synchronization), known("sync_every_step") ? " (drop --sync-every-step)" : ""));
+                                              "limit pace the loop{}", cause(basis, Cause::synchronization), recorded.known<&RunConfig::sync_every_step>() ? " (drop --sync-every-step)" : ""));
     if (big(Cause::launch_rate))
       say(Advice::launch_rate,
           fmt::format("submission: {:.0f} ms waiting on kernel launches ({:.0f} launches a step, one every {:.1f} µs of host time — {:.1f} µs "
@@ -266,7 +270,7 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
                       "kernels{}, give the launching thread a core of its own{}",
                       cause(basis, Cause::launch_rate), sum.launches_per_step, sum.host_us_between_launches, sum.host_us_per_launch,
                       sum.device_us_per_kernel,
-                      known("step_kernels") ? fmt::format(" (--step-kernels {} now)", cfg.step_kernels) : "",
+                      recorded.known<&RunConfig::step_kernels>() ? fmt::format(" (--step-kernels {} now)", cfg.step_kernels) : "",
                       ours && cores > 0 && cfg.workers + 1 >= cores ? fmt::format(" (workers {} + consumer fill the {} cores)", cfg.workers, cores) : ""));
     if (big(Cause::host_paced))
       say(Advice::host_paced,
@@ -278,7 +282,7 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
   if (share(StallClass::submission) >= 0.3 && cause(basis, Cause::consumer_starved) >= 0.2 * basis.stall_ms[2]) {
     const double load = std::max(host.load_1m_start, host.load_1m_end);
     std::string others;
-    if (known("competing_threads") && cfg.competing_threads > 0) others = fmt::format("{} competing threads in this run", cfg.competing_threads);
+    if (recorded.known<&RunConfig::competing_threads>() && cfg.competing_threads > 0) others = fmt::format("{} competing threads in this run", cfg.competing_threads);
     if (cores > 0 && load > cores) others += fmt::format("{}load {:.1f} on {} cores", others.empty() ? "" : "; ", load, cores);
     say(Advice::consumer_starved,
         fmt::format("submission: {:.0f} ms with the submitting thread runnable but not running — the host is oversubscribed: give that "
@@ -293,7 +297,7 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
       say(Advice::add_ranges, fmt::format("{:.0f} ms of stall happened outside any wait/submit range: add ranges there before concluding",
                                           basis.stall_ms[3]));
   }
-  if (rep.coverage.confidence != "high") say(Advice::low_confidence, "confidence " + rep.coverage.confidence);
+  if (rep.coverage.confidence != Confidence::high) say(Advice::low_confidence, "confidence " + confidence_text(rep.coverage));
 }
 
 }  // namespace stalldx::diagnose

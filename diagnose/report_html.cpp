@@ -77,7 +77,7 @@ std::string report_html(const Report& rep, const std::string& source) {
   // Verdicts and advice first.
   const RunSummary& s = rep.summary;
   fmt::format_to(o, "<section id=\"summary\"><h2>Verdict</h2><p id=\"headline\"><strong>{}</strong></p><div>", esc(s.headline.text));
-  for (const auto& [v, n] : s.verdict_counts) fmt::format_to(o, "<span class=\"chip {0}\">{0}: {1}</span>", esc(v), n);
+  for (const auto& [v, n] : s.verdict_counts) fmt::format_to(o, "<span class=\"chip {0}\">{0}: {1}</span>", esc(verdict_name(v, standin)), n);
   fmt::format_to(o, "</div><p>{} steady-state steps ({} warm-up reported apart); stall {:.1f} ms of {:.1f} ms windows, device busy {:.1f} ms.</p>\n",
                  s.steady_steps, s.warmup_steps, s.steady_stall_ms, s.steady_window_ms, s.steady_busy_ms);
   if (s.steady_stall_ms > 0) {
@@ -105,7 +105,7 @@ std::string report_html(const Report& rep, const std::string& source) {
                     "device records with no step {}{}</p><p>confidence: <b>{}</b></p>",
                  c.host ? "on" : "off", c.cpu_time ? "on" : "off", c.nvtx ? "on" : "off", c.cupti ? "on" : "off",
                  c.device_records ? (standin ? "host stand-in" : "yes") : "NONE", c.dropped_host, c.dropped_device, c.unmatched_device,
-                 c.interrupted ? " · the run was interrupted" : "", esc(c.confidence));
+                 c.interrupted ? " · the run was interrupted" : "", esc(confidence_text(c)));
   if (!c.notes.empty()) {
     out += "<ul>";
     for (const std::string& n : c.notes) fmt::format_to(o, "<li>{}</li>", esc(n));

@@ -52,7 +52,7 @@ std::string report_json(const Report& rep) {
                    {"dropped_counters", c.dropped_counters}, {"dropped_device", c.dropped_device},
                    {"unmatched_device", c.unmatched_device}, {"absurd_events", c.absurd_events}, {"repeated_events", c.repeated_events},
                    {"duplicate_correlations", c.duplicate_correlations}, {"unlinked_device", c.unlinked_device},
-                   {"zero_length_kernels", c.zero_length_kernels}, {"interrupted", c.interrupted}, {"confidence", c.confidence},
+                   {"zero_length_kernels", c.zero_length_kernels}, {"interrupted", c.interrupted}, {"confidence", confidence_text(c)},
                    {"notes", c.notes}};
   json steps = json::array();
   for (const StepDiagnosis& s : rep.steps) {
@@ -68,9 +68,9 @@ std::string report_json(const Report& rep) {
   j["steps"] = steps;
   const RunSummary& sum = rep.summary;
   json counts = json::object();
-  for (auto& [v, n] : sum.verdict_counts) counts[v] = n;
+  for (auto& [v, n] : sum.verdict_counts) counts[verdict_name(v, rep.coverage.standin)] = n;
   j["summary"] = {{"steady_steps", sum.steady_steps}, {"warmup_steps", sum.warmup_steps}, {"verdict_counts", counts},
-                  {"dominant", sum.dominant},
+                  {"dominant", sum.dominant ? verdict_name(*sum.dominant, rep.coverage.standin) : "none"},
                   {"stall_ms", {{"retrieval", sum.stall_ms[0]}, {"decoding", sum.stall_ms[1]}, {"submission", sum.stall_ms[2]},
                                 {"unattributed", sum.stall_ms[3]}}},
                   {"window_ms", sum.steady_window_ms}, {"busy_ms", sum.steady_busy_ms}, {"stall_total_ms", sum.steady_stall_ms},

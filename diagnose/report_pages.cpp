@@ -31,7 +31,7 @@ std::string sweep_html(const std::vector<SweepPoint>& points, const Recommendati
     fmt::format_to(o, "<tr{}><td>{}</td><td>{}</td><td>{:.0f}</td><td class=\"l\">{}</td><td>{:.2f}</td><td>{:.2f}</td><td class=\"l\">{}</td>"
                       "<td>{:.1f}</td><td>{:.1f}</td><td>{:.1f}</td><td>{:.1f}</td></tr>\n",
                    mark ? " style=\"font-weight:600;background:#eef8ee\"" : "", p.workers, p.prefetch, p.images_per_second, reps, p.step_p50,
-                   p.step_p95, xml_escape(p.dominant), p.stall_retrieval, p.stall_decoding, p.stall_submission, p.stall_unattributed);
+                   p.step_p95, p.dominant_name(), p.stall_retrieval, p.stall_decoding, p.stall_submission, p.stall_unattributed);
   }
   out += "</tbody></table></div></section>\n";
   if (!predicted.empty()) {
@@ -71,13 +71,14 @@ std::string eval_html(const std::vector<ScenarioScore>& scores) {
                    xml_escape(s.expected), s.steady, s.accuracy >= 0.95 ? "#d7f0d7" : "#fbd5d5", 100 * s.accuracy);
   out += "</tbody></table></section>\n";
   // The confusion matrix over every scenario: rows induced, columns verdicts.
-  std::set<std::string> induced, got;
+  std::set<std::string> induced, got;  // by name (device-bound spelled one way), as the matrix lists them
   std::map<std::pair<std::string, std::string>, int> cells;
   for (const ScenarioScore& s : scores)
     for (const auto& [k, n] : s.cells) {
-      induced.insert(k.first);
-      got.insert(k.second);
-      cells[k] += n;
+      const std::pair<std::string, std::string> key{verdict_name(k.first, false), verdict_name(k.second, false)};
+      induced.insert(key.first);
+      got.insert(key.second);
+      cells[key] += n;
     }
   out += "<section id=\"confusion\"><h2>Confusion matrix (steady-state steps)</h2><table><thead><tr><th class=\"l\">induced \\ got</th>";
   for (const std::string& g : got) fmt::format_to(o, "<th>{}</th>", xml_escape(g));

@@ -32,7 +32,7 @@ std::string report_text(const Report& rep, bool with_summaries) {
                  c.host ? "on" : "off", c.cpu_time ? "on" : "off", c.nvtx ? "on" : "off", c.cupti ? "on" : "off",
                  c.device_records ? (c.standin ? "host stand-in" : "yes") : "NONE", c.dropped_host, c.dropped_counters,
                  c.dropped_device, c.unmatched_device);
-  fmt::format_to(o, "  confidence: {}\n", c.confidence);
+  fmt::format_to(o, "  confidence: {}\n", confidence_text(c));
   for (const std::string& n : c.notes) fmt::format_to(o, "  note: {}\n", n);
   fmt::format_to(o, "\n  {:>5} {:>10} {:>10} {:>10}  {:<17} {:>5} {:>5} {:>5} {:>5}  {}\n", "step", "window ms", "busy ms", "stall ms",
                  "verdict", "ret%", "dec%", "sub%", "un%", "evidence");
@@ -45,7 +45,7 @@ std::string report_text(const Report& rep, bool with_summaries) {
   }
   const RunSummary& sum = rep.summary;
   fmt::format_to(o, "\nsteady state: {} steps ({} warm-up reported apart)", sum.steady_steps, sum.warmup_steps);
-  for (auto& [v, n] : sum.verdict_counts) fmt::format_to(o, " | {} {}", v, n);
+  for (auto& [v, n] : sum.verdict_counts) fmt::format_to(o, " | {} {}", verdict_name(v, c.standin), n);
   fmt::format_to(o, "\n  stall by class: retrieval {:.1f} ms | decoding {:.1f} ms | submission {:.1f} ms | unattributed {:.1f} ms "
                     "(of {:.1f} ms windows, {:.1f} ms busy)\n",
                  sum.stall_ms[0], sum.stall_ms[1], sum.stall_ms[2], sum.stall_ms[3], sum.steady_window_ms, sum.steady_busy_ms);

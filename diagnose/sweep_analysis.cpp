@@ -36,19 +36,19 @@ Recommendation recommend(const std::vector<SweepPoint>& points, double tolerance
   }
   // What limits the best: its verdict, and from which worker count on the device is the limit everywhere.
   std::string limit = fmt::format("the best point ({} workers, prefetch {}: {:.0f} img/s) is {}", r.best->workers, r.best->prefetch,
-                                  r.best->images_per_second, r.best->dominant.empty() ? "undiagnosed" : r.best->dominant);
+                                  r.best->images_per_second, r.best->dominant_name());
   std::set<int> workers;
   for (const SweepPoint& p : points) workers.insert(p.workers);
   int from = -1;
   for (auto it = workers.rbegin(); it != workers.rend(); ++it) {
     bool all = true;
     for (const SweepPoint& p : points)
-      if (p.workers == *it && p.dominant != "device-bound" && p.dominant != "consumer-bound") all = false;
+      if (p.workers == *it && p.dominant != Verdict::device_bound) all = false;
     if (!all) break;
     from = *it;
   }
   if (from > 0)
-    limit += fmt::format("; {} from {} workers on: more workers buy nothing", r.best->dominant == "consumer-bound" ? "consumer-bound" : "device-bound", from);
+    limit += fmt::format("; {} from {} workers on: more workers buy nothing", verdict_name(Verdict::device_bound, r.best->standin), from);
   r.text = fmt::format("use {} workers, prefetch {} ({:.0f} img/s, {:.1f}% of the best); {}", r.chosen->workers, r.chosen->prefetch,
                        r.chosen->images_per_second, 100 * r.chosen->images_per_second / r.best->images_per_second, limit);
   return r;
@@ -61,7 +61,7 @@ std::string sweep_table(const std::vector<SweepPoint>& points) {
                  "p95 ms", "dominant", "ret ms", "dec ms", "sub ms", "unattr ms");
   for (const SweepPoint& p : points)
     fmt::format_to(o, "{:>7} {:>8} {:>9.0f} {:>9.2f} {:>9.2f}  {:<16} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f}\n", p.workers, p.prefetch,
-                   p.images_per_second, p.step_p50, p.step_p95, p.dominant, p.stall_retrieval, p.stall_decoding, p.stall_submission,
+                   p.images_per_second, p.step_p50, p.step_p95, p.dominant_name(), p.stall_retrieval, p.stall_decoding, p.stall_submission,
                    p.stall_unattributed);
   return out;
 }
@@ -75,11 +75,29 @@ std::string sweep_csv_row(const SweepPoint& p) {
   std::string reps;
   for (std::size_t i = 0; i < p.repeats.size(); ++i) reps += fmt::format("{}{:.1f}", i ? ";" : "", p.repeats[i]);
   std::string verdicts;
-  for (auto& [v, n] : p.verdicts) verdicts += fmt::format("{}{}={}", verdicts.empty() ? "" : ";", v, n);
+  for (auto& [v, n] : p.verdicts) verdicts += fmt::format("{}{}={}", verdicts.empty() ? "" : ";", verdict_name(v, p.standin), n);
   return fmt::format("{},{},{:.1f},{},{:.3f},{:.3f},{},{:.3f},{:.3f},{:.3f},{:.3f},{}\n", p.workers, p.prefetch, p.images_per_second, reps,
-                     p.step_p50, p.step_p95, p.dominant, p.stall_retrieval, p.stall_decoding, p.stall_submission, p.stall_unattributed,
-                     verdicts);
+                     p.step_p50, p.step_p95, p.dominant ? verdict_name(*p.dominant, p.standin) : "none", p.stall_retrieval, p.stall_decoding,
+                     p.stall_submission, p.stall_unattributed, verdicts);
 }
+
+namespace {
+// A verdict's name from a CSV (read once, here): "none" or "undiagnosed" is no verdict, "consumer-bound"
+// also marks the point's run as the stand-in's; anything else is not a sweep file's (the row is skipped).
+void read_verdict_name(const std::string& name, SweepPoint& p, std::optional<Verdict>& out) {
+  out.reset();
+  if (name == "none" || name == "undiagnosed" || name.empty()) return;
+  Verdict v;
+  if (!verdict_from_name(name, v)) throw std::invalid_argument("verdict");
+  if (name == verdict_name(Verdict::device_bound, true)) p.standin = true;
+  out = v;
+}
+nlohmann::json verdict_counts_json(const SweepPoint& p) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [v, n] : p.verdicts) j[verdict_name(v, p.standin)] = n;
+  return j;
+}
+}  // namespace
 
 std::vector<SweepPoint> parse_sweep_csv(const std::string& text, int& skipped) {
   std::vector<SweepPoint> out;
@@ -102,7 +120,7 @@ std::vector<SweepPoint> parse_sweep_csv(const std::string& text, int& skipped) {
       for (std::string r; std::getline(rs, r, ';');) p.repeats.push_back(std::stod(r));
       p.step_p50 = std::stod(f[4]);
       p.step_p95 = std::stod(f[5]);
-      p.dominant = f[6];
+      read_verdict_name(f[6], p, p.dominant);
       p.stall_retrieval = std::stod(f[7]);
       p.stall_decoding = std::stod(f[8]);
       p.stall_submission = std::stod(f[9]);
@@ -111,7 +129,10 @@ std::vector<SweepPoint> parse_sweep_csv(const std::string& text, int& skipped) {
       for (std::string kv; std::getline(vs, kv, ';');) {
         const auto eq = kv.find('=');
         if (eq == std::string::npos) throw std::invalid_argument("verdicts");
-        p.verdicts[kv.substr(0, eq)] = std::stoi(kv.substr(eq + 1));
+        std::optional<Verdict> v;
+        read_verdict_name(kv.substr(0, eq), p, v);
+        if (!v) throw std::invalid_argument("verdicts");
+        p.verdicts[*v] = std::stoi(kv.substr(eq + 1));
       }
       out.push_back(std::move(p));
     } catch (const std::exception&) {
@@ -126,7 +147,7 @@ std::string sweep_json(const std::vector<SweepPoint>& points, const Recommendati
   nlohmann::json arr = nlohmann::json::array();
   for (const SweepPoint& p : points)
     arr.push_back({{"workers", p.workers}, {"prefetch", p.prefetch}, {"images_per_second", p.images_per_second}, {"repeats", p.repeats},
-                   {"step_p50_ms", p.step_p50}, {"step_p95_ms", p.step_p95}, {"dominant", p.dominant}, {"verdicts", p.verdicts},
+                   {"step_p50_ms", p.step_p50}, {"step_p95_ms", p.step_p95}, {"dominant", p.dominant_name()}, {"verdicts", verdict_counts_json(p)},
                    {"stall_ms", {{"retrieval", p.stall_retrieval}, {"decoding", p.stall_decoding}, {"submission", p.stall_submission},
                                  {"unattributed", p.stall_unattributed}}}});
   j["points"] = arr;
@@ -163,11 +184,11 @@ std::string sweep_svg(const std::vector<SweepPoint>& points, const Recommendatio
     const bool chosen = r.chosen == &p, top_cell = r.best == &p;
     fmt::format_to(o, "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"rgb({},{},255)\" stroke=\"{}\" stroke-width=\"{}\"><title>{} workers, prefetch {}: {:.0f} img/s, {}</title></rect>\n",
                    left + i * cw, top + j * ch, cw - 2, ch - 2, c, c, chosen ? "#d62728" : top_cell ? "#000" : "#fff", chosen || top_cell ? 3 : 1,
-                   p.workers, p.prefetch, p.images_per_second, xml_escape(p.dominant));
+                   p.workers, p.prefetch, p.images_per_second, p.dominant_name());
     fmt::format_to(o, "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"{}\">{:.0f}</text>\n", left + i * cw + cw / 2, top + j * ch + 18,
                    f > 0.6 ? "#fff" : "#000", p.images_per_second);
     fmt::format_to(o, "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"9\" fill=\"{}\">{}</text>\n", left + i * cw + cw / 2,
-                   top + j * ch + 32, f > 0.6 ? "#fff" : "#000", xml_escape(p.dominant));
+                   top + j * ch + 32, f > 0.6 ? "#fff" : "#000", p.dominant_name());
   }
   fmt::format_to(o, "<text x=\"{}\" y=\"{}\">red frame: recommended; black frame: best. {}</text>\n", left,
                  top + ch * static_cast<int>(pv.size()) + 20, r.chosen ? fmt::format("{} workers, prefetch {}", r.chosen->workers, r.chosen->prefetch) : "");

@@ -104,7 +104,7 @@ TraceIndex::TraceIndex(const Trace& t, const Thresholds& th) : trace(t), thresho
   }
   busy = merge_union(std::move(work));
   std::sort(work_begins.begin(), work_begins.end());
-  if (t.meta.config.count("standin") && t.meta.config.at("standin") == "true") standin = true;
+  standin = standin || t.meta.standin;
 
   warmup = warmup_steps(t, th);
 }
@@ -127,8 +127,8 @@ RecordedConfig recorded_config(const Trace& t) {
   return rc;
 }
 
-bool RecordedConfig::known(std::string_view field) const {
-  return std::find(recorded.begin(), recorded.end(), field) != recorded.end();
+bool RecordedConfig::known(const RunField& field) const {
+  return std::find(recorded.begin(), recorded.end(), field.name) != recorded.end();
 }
 
 int warmup_steps(const Trace& t, const Thresholds& th) {

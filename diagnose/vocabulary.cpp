@@ -36,6 +36,16 @@ const char* class_name(StallClass c) {
   return kNames[static_cast<std::size_t>(c)];
 }
 
+bool verdict_from_name(std::string_view name, Verdict& out) {
+  for (int i = 0; i < kVerdictCount; ++i)
+    for (bool standin : {false, true})
+      if (verdict_name(static_cast<Verdict>(i), standin) == name) {
+        out = static_cast<Verdict>(i);
+        return true;
+      }
+  return false;
+}
+
 std::string verdict_name(Verdict v, bool standin) {
   switch (v) {
     case Verdict::retrieval: return "retrieval";
@@ -96,5 +106,14 @@ const char* bound_name(Bound b, bool standin) {
     case Bound::loop: return "loop-bound";
   }
   return "?";
+}
+}  // namespace stalldx::diagnose
+
+namespace stalldx::diagnose {
+std::string confidence_text(const Coverage& c) {
+  if (c.confidence == Confidence::high) return "high";
+  std::string s = "lowered: ";
+  for (std::size_t i = 0; i < c.lowered_because.size(); ++i) s += (i ? "; " : "") + c.lowered_because[i];
+  return s;
 }
 }  // namespace stalldx::diagnose

@@ -25,7 +25,7 @@ StageCosts stage_costs(const Trace& t, const TraceIndex& ix, const Report& rep) 
   StageCosts k;
   const RecordedConfig rc = recorded_config(t);
   k.cores = t.meta.host_facts.usable_cpus > 0 ? t.meta.host_facts.usable_cpus : t.meta.host_facts.cpus;
-  if (rc.known("read_bandwidth_mbps")) k.bandwidth_mbps = rc.config.read_bandwidth_mbps;
+  if (rc.known<&RunConfig::read_bandwidth_mbps>()) k.bandwidth_mbps = rc.config.read_bandwidth_mbps;
   // Per sample, over the steady-state batches.
   double r_cpu = 0, r_wall = 0, d_cpu = 0, d_wall = 0, bytes = 0, worker_cpu = 0;
   int reads = 0, decodes = 0, cpu_reads = 0, cpu_decodes = 0;
@@ -55,8 +55,8 @@ StageCosts stage_costs(const Trace& t, const TraceIndex& ix, const Report& rep) 
     return k;
   }
   k.samples = decodes;
-  k.workers = rc.known("workers") ? rc.config.workers : static_cast<int>(workers.size());
-  k.batch = rc.known("batch") ? rc.config.batch : std::max(1, decodes / std::max(1, rep.summary.steady_steps));
+  k.workers = rc.known<&RunConfig::workers>() ? rc.config.workers : static_cast<int>(workers.size());
+  k.batch = rc.known<&RunConfig::batch>() ? rc.config.batch : std::max(1, decodes / std::max(1, rep.summary.steady_steps));
   k.bytes_per_sample = bytes / reads;
   const double rw = r_wall / reads, dw = d_wall / decodes;
   k.read_cpu_ms = cpu_reads ? r_cpu / cpu_reads : rw;

@@ -281,7 +281,7 @@ Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<
     if (r.stuck_in_collective_step >= 0) t.meta.config[rank_facts::kStuckInCollectiveStep] = std::to_string(r.stuck_in_collective_step);
     if (r.stopped_by_rank >= 0) t.meta.config[rank_facts::kStoppedByRank] = std::to_string(r.stopped_by_rank);
     t.meta.device = r.device.description;
-    t.meta.config["standin"] = r.device.standin ? "true" : "false";
+    t.meta.standin = r.device.standin;
     r.trace = std::move(t);
     r.has_trace = true;
   }

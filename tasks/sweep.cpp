@@ -110,6 +110,7 @@ Status run_sweep(const SweepOptions& o, SweepResult& result, const StopFlag* sto
       }
     }
     pt.dominant = rep.summary.dominant;
+    pt.standin = rep.coverage.standin;
     for (auto& [v, n] : rep.summary.verdict_counts) pt.verdicts[v] = n;
     pt.stall_retrieval = rep.summary.stall_ms[0];
     pt.stall_decoding = rep.summary.stall_ms[1];
@@ -120,7 +121,7 @@ Status run_sweep(const SweepOptions& o, SweepResult& result, const StopFlag* sto
     ++finished;
     if (progress)
       progress(SweepProgress{finished, todo.size(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
-                             fmt::format("{}w/{}p {:.0f} img/s {}", w, p, pt.images_per_second, pt.dominant)});
+                             fmt::format("{}w/{}p {:.0f} img/s {}", w, p, pt.images_per_second, pt.dominant_name())});
   }
   std::sort(points.begin(), points.end(), [](const auto& x, const auto& y) { return std::tie(x.workers, x.prefetch) < std::tie(y.workers, y.prefetch); });
   result.points = std::move(points);

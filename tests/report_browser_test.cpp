@@ -137,7 +137,7 @@ TEST_F(Browser, SweepAndEvalPagesLoadClean) {
       pt.prefetch = p;
       pt.images_per_second = 100.0 * w + p;
       pt.repeats = {pt.images_per_second};
-      pt.dominant = w < 4 ? "decoding" : "device-bound";
+      pt.dominant = w < 4 ? diagnose::Verdict::decoding : diagnose::Verdict::device_bound;
       pts.push_back(pt);
     }
   const std::vector<diagnose::Prediction> predicted{{1, 98, "CPU"}, {2, 190, "CPU"}, {4, 400, "device"}};
@@ -156,8 +156,8 @@ TEST_F(Browser, SweepAndEvalPagesLoadClean) {
   sc.steady = 12;
   sc.correct = 11;
   sc.accuracy = 11.0 / 12;
-  sc.cells[{"retrieval", "retrieval"}] = 11;
-  sc.cells[{"retrieval", "device-bound"}] = 1;
+  sc.cells[{diagnose::Verdict::retrieval, diagnose::Verdict::retrieval}] = 11;
+  sc.cells[{diagnose::Verdict::retrieval, diagnose::Verdict::device_bound}] = 1;
   sc.misses = {"step 13: expected retrieval, got device-bound"};
   ASSERT_TRUE(write_file_atomic(dir_ + "/eval.html", diagnose::eval_html({sc})).is_ok());
   const Loaded eval = load(browser_, dir_ + "/eval.html", "eval");

@@ -20,8 +20,11 @@ namespace {
 TEST(Expectations, ParseAndAlternate) {
   Expectation e;
   ASSERT_TRUE(Expectation::parse("alternate:4:3=retrieval:device-bound", e).is_ok());
-  EXPECT_EQ(e.expected(7), "retrieval");
-  EXPECT_EQ(e.expected(8), "device-bound");
+  EXPECT_EQ(e.expected(7), Verdict::retrieval);
+  EXPECT_EQ(e.expected(8), Verdict::device_bound);
+  ASSERT_TRUE(Expectation::parse("consumer-bound", e).is_ok());  // the stand-in's spelling of the same verdict
+  EXPECT_EQ(e.expected(1), Verdict::device_bound);
+  EXPECT_FALSE(Expectation::parse("mixed", e).is_ok()) << "not a class a scenario can induce";
   EXPECT_FALSE(Expectation::parse("fast", e).is_ok());
   EXPECT_FALSE(Expectation::parse("alternate:0:0=retrieval:decoding", e).is_ok());
 }

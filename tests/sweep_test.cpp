@@ -11,7 +11,7 @@
 namespace stalldx::diagnose {
 namespace {
 
-SweepPoint point(int w, int p, double ips, const char* dominant) {
+SweepPoint point(int w, int p, double ips, Verdict dominant) {
   SweepPoint s;
   s.workers = w;
   s.prefetch = p;
@@ -32,10 +32,10 @@ TEST(SweepValidation, EmptyZeroNegativeAndDuplicatesAreRefused) {
 }
 
 TEST(SweepRecommendation, SmallestSettingWithinFivePercentOfTheBest) {
-  const std::vector<SweepPoint> pts = {point(1, 1, 1000, "decoding"),     point(2, 1, 2000, "decoding"),
-                                       point(4, 1, 3820, "decoding"),     point(4, 2, 3900, "device-bound"),
-                                       point(8, 1, 4000, "device-bound"), point(8, 2, 4010, "device-bound"),
-                                       point(16, 1, 4005, "device-bound"), point(16, 2, 3990, "device-bound")};
+  const std::vector<SweepPoint> pts = {point(1, 1, 1000, Verdict::decoding),     point(2, 1, 2000, Verdict::decoding),
+                                       point(4, 1, 3820, Verdict::decoding),     point(4, 2, 3900, Verdict::device_bound),
+                                       point(8, 1, 4000, Verdict::device_bound), point(8, 2, 4010, Verdict::device_bound),
+                                       point(16, 1, 4005, Verdict::device_bound), point(16, 2, 3990, Verdict::device_bound)};
   const Recommendation r = recommend(pts);
   ASSERT_TRUE(r.best && r.chosen);
   EXPECT_EQ(r.best->workers, 8);
@@ -47,7 +47,7 @@ TEST(SweepRecommendation, SmallestSettingWithinFivePercentOfTheBest) {
 }
 
 TEST(SweepCsv, RowsRoundTripForResume) {
-  std::vector<SweepPoint> pts = {point(2, 3, 1234.5, "retrieval")};
+  std::vector<SweepPoint> pts = {point(2, 3, 1234.5, Verdict::retrieval)};
   pts[0].stall_retrieval = 12.5;
   const std::string text = sweep_csv_header() + sweep_csv_row(pts[0]) + "garbage,row\n";
   int skipped = 0;
@@ -58,7 +58,7 @@ TEST(SweepCsv, RowsRoundTripForResume) {
   EXPECT_EQ(back[0].prefetch, 3);
   EXPECT_DOUBLE_EQ(back[0].images_per_second, 1234.5);
   EXPECT_EQ(back[0].repeats.size(), 2u);
-  EXPECT_EQ(back[0].dominant, "retrieval");
+  EXPECT_EQ(back[0].dominant, Verdict::retrieval);
   EXPECT_DOUBLE_EQ(back[0].stall_retrieval, 12.5);
   EXPECT_NE(sweep_svg(back, recommend(back)).find("<svg"), std::string::npos);
 }

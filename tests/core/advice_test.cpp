@@ -273,7 +273,7 @@ TEST(Advice, BurstsOfBatchesAreInputBoundThoughMostStepsAreNot) {
   const Report r = diagnose(bursty_loop(6));
   EXPECT_EQ(r.steps[4].verdict, Verdict::retrieval) << r.steps[4].evidence;
   EXPECT_EQ(r.steps[5].verdict, Verdict::device_bound) << r.steps[5].evidence;
-  EXPECT_EQ(r.summary.dominant, "device-bound");
+  EXPECT_EQ(r.summary.dominant, Verdict::device_bound);
   // Counted by steps device-bound; weighed by time input-bound, as the headline (the first line) says.
   EXPECT_EQ(r.summary.headline.bound, Bound::input) << r.summary.headline.text;
   EXPECT_GT(r.summary.headline.retrieval, 0.5) << r.summary.headline.text;
@@ -340,7 +340,7 @@ Trace startup_loop(int slow, bool periodic = false, double wait_ms = 400, int st
 }
 TEST(Advice, StartUpCountedAsSteadyStateIsNamedWithTheWarmUpThatSetsItAside) {
   const Report r = diagnose(startup_loop(2));
-  EXPECT_EQ(r.summary.dominant, "device-bound");
+  EXPECT_EQ(r.summary.dominant, Verdict::device_bound);
   ASSERT_TRUE(has(r, Advice::startup_in_steady_state)) << all(r);
   EXPECT_NE(all(r).find("the first 2 steady steps took 860 ms together"), std::string::npos) << all(r);
   EXPECT_NE(all(r).find("--warmup 2"), std::string::npos) << all(r);

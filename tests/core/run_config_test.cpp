@@ -2,7 +2,10 @@
 // refuses what it cannot hold, and appears in the metadata, the summary line and the resume signature.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <limits>
+#include <sstream>
 #include <set>
 
 #include "field_values.h"
@@ -145,4 +148,43 @@ TEST(RunFields, RankOverridesApplyToTheirRankOnlyAndBadOnesFailEveryRank) {
     EXPECT_NE(st.message().find(bad), std::string::npos) << st.message();
   }
 }
+}  // namespace stalldx
+
+namespace stalldx {
+namespace {
+// docs/configuration.md is the field table's own text: adding or changing an option without the page
+// fails here (the expected page is written beside the test's build folder to copy over).
+TEST(ConfigurationReference, TheDocsPageIsTheFieldTable) {
+  const std::string page = std::string(STALLDX_SOURCE_DIR) + "/docs/configuration.md";
+  const std::string expected = run_config_reference();
+  std::string actual;
+  {
+    std::ifstream in(page);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    actual = ss.str();
+  }
+  if (actual != expected) {
+    std::ofstream("configuration.md") << expected;
+    ADD_FAILURE() << page << " differs from the field table: copy " << std::filesystem::current_path().string()
+                  << "/configuration.md over it";
+  }
+  for (const RunField& f : run_fields()) EXPECT_NE(expected.find("`--" + f.option() + "`"), std::string::npos) << f.option();
+}
+}  // namespace
+}  // namespace stalldx
+
+namespace stalldx {
+namespace {
+// Fields are reached by member, not by their key's text: every field has its own member identity.
+TEST(RunFieldByMember, EveryFieldIsFoundByItsMember) {
+  for (const RunField& f : run_fields()) {
+    ASSERT_NE(f.member, nullptr) << f.name;
+    EXPECT_EQ(find_run_field_of(f.member), &f) << f.name;
+  }
+  EXPECT_EQ(&run_field<&RunConfig::workers>(), find_run_field("workers"));
+  EXPECT_EQ(&run_field<&RunConfig::read_bandwidth_mbps>(), find_run_field("read-bandwidth-mbps"));
+  EXPECT_EQ(&run_field<&RunConfig::output>(), find_run_field("output"));  // a choice field
+}
+}  // namespace
 }  // namespace stalldx

@@ -188,7 +188,7 @@ TEST(StepInference, WithNoRangesTheBatchSizedCopyMarksEachStep) {
   assign_steps(b.t);
   const diagnose::Report rep = diagnose::diagnose(b.t);
   EXPECT_EQ(rep.steps.size(), 7u);
-  EXPECT_NE(rep.coverage.confidence.find("period of the CUDA activity"), std::string::npos) << rep.coverage.confidence;
+  EXPECT_NE(diagnose::confidence_text(rep.coverage).find("period of the CUDA activity"), std::string::npos) << diagnose::confidence_text(rep.coverage);
 }
 
 TEST(StepInference, WithNoCopiesTheKernelThatRecursOncePerPeriod) {

@@ -100,12 +100,12 @@ constexpr FieldType type_of() {
 
 template <auto M>
 constexpr RunField field(std::string_view name, std::string_view help, std::uint8_t use = kPlain, double min = 0, double max = 0) {
-  return RunField{name, help, type_of<M>(), use, min, max, {}, &get_value<M>, &set_value<M>};
+  return RunField{name, help, type_of<M>(), use, min, max, {}, &get_value<M>, &set_value<M>, &kRunMember<M>};
 }
 template <auto M, const auto& Names>
 constexpr RunField choice(std::string_view name, std::string_view help, std::uint8_t use = kPlain) {
   return RunField{name, help, FieldType::choice, use, 0, 0, std::span<const std::string_view>(Names), &get_choice<M, Names>,
-                  &set_choice<M, Names>};
+                  &set_choice<M, Names>, &kRunMember<M>};
 }
 
 constexpr double kU64Max = static_cast<double>(std::numeric_limits<std::uint64_t>::max());
@@ -208,6 +208,12 @@ std::string RunField::option() const {
 }
 
 std::span<const RunField> run_fields() { return kRunFields; }
+
+const RunField* find_run_field_of(const void* member) {
+  for (const RunField& f : run_fields())
+    if (f.member == member) return &f;
+  return nullptr;
+}
 
 const RunField* find_run_field(std::string_view name) {
   for (const RunField& f : kRunFields)

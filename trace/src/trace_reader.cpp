@@ -117,11 +117,16 @@ void read_meta(const object& m, Trace& t) {
     meta.host_facts.load_1m_end = num("load_1m_end");
   }
   meta.interrupted = get_bool(m, "interrupted");
+  if (find(m, "standin")) meta.standin = get_bool(m, "standin");  // absent in traces written before it
   meta.steps_completed = get_int(m, "steps_completed", -1);
   for (auto [k, v] : member_object(m, "config")) {
     std::string_view value;
     if (v.get_string().get(value) != simdjson::SUCCESS) throw BadTrace{fmt::format("config '{}' must be a string", k)};
     meta.config[std::string(k)] = std::string(value);
+  }
+  if (auto s = meta.config.find("standin"); s != meta.config.end()) {  // older traces: a config entry, read once here
+    meta.standin = meta.standin || s->second == "true";
+    meta.config.erase(s);
   }
   simdjson::dom::array names, threads;
   if (auto e = find(m, "names"); !e || e->get_array().get(names) != simdjson::SUCCESS) throw BadTrace{"'names' must be an array"};
@@ -157,8 +162,7 @@ void read_event(const element& e, Trace& t) {
   const object ev = as_object(e, "event");
   const std::string_view ph = get_str(ev, "ph");
   const std::int64_t origin = t.meta.origin_ns;
-  // Wholly before the trace's origin (a session records nothing that ended before it began): not usable,
-  // counted. A range that began earlier and ends after the origin is fine.
+  // Wholly before the trace's origin: not usable, counted (one that began earlier and ends after it is fine).
   if ((ph == "X" && get_us(ev, "ts") + (find(ev, "dur") ? get_us(ev, "dur") : 0) < 0) || (ph == "C" && get_us(ev, "ts") < 0)) {
     t.meta.skipped_events++;
     return;
@@ -280,8 +284,7 @@ Status read_text_file(const std::string& path, std::string& out) {
   gzFile f = gzopen(path.c_str(), "rb");  // reads plain files as they are, gzip (.gz) files decompressed
   if (f == nullptr) return Status::io(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
   gzbuffer(f, 1u << 20);
-  // Room for the file (a plain file's size; gzip grows past it) plus the parser's padding, so the JSON
-  // parser reads the text in place.
+  // Room for the file (gzip grows past it) plus the parser's padding: the JSON parser reads it in place.
   if (sb.st_size > 0) out.reserve(static_cast<std::size_t>(sb.st_size) + simdjson::SIMDJSON_PADDING);
   // Decompression is bounded (a 6 MB gzip file can expand to 6 GB): absolutely, and for gzip by ratio.
   const InputLimits limits = input_limits();
@@ -358,8 +361,7 @@ Status read_trace_json(const std::string& text, Trace& out) {
   out = Trace{};
   simdjson::dom::parser parser;
   element root;
-  // parse() reads the text in place when its capacity holds simdjson's padding (read_text_file reserves
-  // it), else copies it once.
+  // parse() reads the text in place when its capacity holds simdjson's padding (else copies it once).
   if (const auto err = parser.parse(text).get(root); err) {
     ErrorFinder finder;
     try {

@@ -204,10 +204,10 @@ Status write_trace_json(const Trace& t, std::ostream& os) {
   fmt::format_to(std::back_inserter(w.buf),
                  ",\"origin_ns\":{},\"collectors\":{{\"host\":{},\"cpu_time\":{},\"nvtx\":{},\"cupti\":{}}},"
                  "\"dropped\":{{\"host\":{},\"counters\":{},\"device\":{}}},\"unmatched_device\":{},\"skipped_events\":{},"
-                 "\"interrupted\":{},\"steps_completed\":{},"
+                 "\"interrupted\":{},\"standin\":{},\"steps_completed\":{},"
                  "\"host_facts\":{{\"cpus\":{},\"usable_cpus\":{},\"load_1m_start\":{},\"load_1m_end\":{}}},\"config\":{{",
                  m.origin_ns, m.host, m.cpu_time, m.nvtx, m.cupti, m.dropped_host, m.dropped_counters, m.dropped_device,
-                 m.unmatched_device, m.skipped_events, m.interrupted, m.steps_completed, m.host_facts.cpus, m.host_facts.usable_cpus,
+                 m.unmatched_device, m.skipped_events, m.interrupted, m.standin, m.steps_completed, m.host_facts.cpus, m.host_facts.usable_cpus,
                  m.host_facts.load_1m_start, m.host_facts.load_1m_end);
   bool first = true;
   for (const auto& [k, v] : m.config) {

@@ -100,6 +100,7 @@ struct RunField {
   std::span<const std::string_view> choices;  // choice fields: the names, in enum order
   std::string (*get_)(const RunConfig&);
   Status (*set_)(const RunField&, RunConfig&, std::string_view);
+  const void* member = nullptr;  // &kRunMember<&RunConfig::x>: which member it is, for run_field<M>()
 
   // The value as text, in the form assign() parses ("30", "0.5", "true", "uint8").
   std::string value(const RunConfig& c) const { return get_(c); }
@@ -112,6 +113,17 @@ struct RunField {
 // Every run option, in the order help and reports list them.
 std::span<const RunField> run_fields();
 const RunField* find_run_field(std::string_view name);  // by name or option spelling; nullptr if none
+
+// One address per RunConfig member (an inline variable: the same in every translation unit).
+template <auto M>
+inline constexpr char kRunMember = 0;
+const RunField* find_run_field_of(const void* member);
+// The field of a member, by type rather than by its key's text: run_field<&RunConfig::workers>().
+template <auto M>
+const RunField& run_field() {
+  static const RunField* f = find_run_field_of(&kRunMember<M>);
+  return *f;  // every member used this way is in the table (run_config_test checks each)
+}
 
 const char* to_string(OutputFormat v);
 const char* to_string(TransformKind v);
@@ -127,6 +139,8 @@ void to_meta(const RunConfig& c, std::map<std::string, std::string>& meta);
 // refused: each adds "key: why" to `problems` (and keeps the default). Returns true when any run field
 // was present (a trace of the reference pipeline).
 bool from_meta(const std::map<std::string, std::string>& meta, RunConfig& c, std::vector<std::string>& problems);
+// docs/configuration.md: every field as a Markdown table (option, value kind and range, default, help).
+std::string run_config_reference();
 // "batch 128 | workers 4 | ...": the fields marked kAlwaysShown, then every other field that differs
 // from its default.
 std::string summary_line(const RunConfig& c);

@@ -86,6 +86,7 @@ struct TraceMeta {
   std::uint64_t unmatched_device = 0;          // device records with no step
   std::uint64_t skipped_events = 0;            // events a reader could not use (e.g. before the origin)
   bool interrupted = false;
+  bool standin = false;                        // the host stand-in played the device (run --device none)
   std::int64_t steps_completed = -1;
   HostFacts host_facts;
   bool operator==(const TraceMeta&) const = default;

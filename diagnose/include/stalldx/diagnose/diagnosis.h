@@ -8,6 +8,8 @@
 #pragma once
 
 #include <array>
+#include <optional>
+#include <string_view>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -40,6 +42,8 @@ enum class Verdict : std::uint8_t { retrieval, decoding, submission, device_boun
 inline constexpr int kVerdictCount = 8;
 // "device-bound" reads "consumer-bound" when the host stand-in played the device.
 std::string verdict_name(Verdict v, bool standin);
+// The verdict a name reads as (either spelling of device-bound), from a file or an option; false if none.
+bool verdict_from_name(std::string_view name, Verdict& out);
 
 // Why idle time happened, as a type: reports print cause_name(); recommendations switch on the value.
 enum class Cause : std::uint8_t {
@@ -111,6 +115,10 @@ struct BandwidthRow {
   double total_ms = 0, gbps = 0;
 };
 
+// How far a report's verdicts can be trusted: lowered by dropped or doubted records, missing device
+// records, steps inferred rather than marked (Coverage::lowered_because says which).
+enum class Confidence : std::uint8_t { high, lowered };
+
 struct Coverage {
   bool host = false, cpu_time = false, nvtx = false, cupti = false;
   bool device_records = false;     // any device work recorded
@@ -122,7 +130,8 @@ struct Coverage {
   std::uint64_t absurd_events = 0, repeated_events = 0, duplicate_correlations = 0, unlinked_device = 0, zero_length_kernels = 0;
   bool device_links_doubtful = false;   // much device work links to no call: "the input keeps up" is not said
   bool interrupted = false;
-  std::string confidence = "high";      // "high", or "lowered: <why>"
+  Confidence confidence = Confidence::high;
+  std::vector<std::string> lowered_because;  // why confidence is lowered, one reason each
   std::vector<std::string> notes;
 };
 
@@ -135,6 +144,8 @@ enum class Advice : std::uint8_t {
 inline constexpr int kAdviceCount = static_cast<int>(Advice::name_steps) + 1;  // keep on the last kind
 // Its stable name in the JSON report ("bursty_input", "storage_latency", ...): for scripts that act on advice.
 const char* advice_name(Advice a);
+// "high", or "lowered: <reason>; <reason>": how every report prints a coverage's confidence.
+std::string confidence_text(const Coverage& c);
 struct Advised {
   Advice kind;
   std::string text;
@@ -161,14 +172,14 @@ struct Headline {
 struct RunSummary {
   Headline headline;
   int steady_steps = 0, warmup_steps = 0;
-  std::vector<std::pair<std::string, int>> verdict_counts;   // over steady-state steps
+  std::vector<std::pair<Verdict, int>> verdict_counts;       // over steady-state steps, most frequent first
   std::array<double, kClassCount> stall_ms{};                // steady-state totals by class
   double steady_window_ms = 0, steady_busy_ms = 0, steady_stall_ms = 0;
   std::array<double, kCauseCount> cause_ms{};                // steady-state totals by cause
   double decode_cpu_ratio = -1, read_cpu_ratio = -1;         // producers' cpu/wall over steady steps (-1 unknown)
   double producer_runq_ratio = -1;  // producers' run-queue delay / wall over steady steps (-1 not sampled)
   double launches_per_step = 0, host_us_per_launch = 0, device_us_per_kernel = 0, host_us_between_launches = 0;
-  std::string dominant;                                      // most frequent steady-state verdict
+  std::optional<Verdict> dominant;                           // most frequent steady-state verdict (none: no steady step)
   std::vector<Advised> advice;                               // the recommendations, in order
 };
 
@@ -200,7 +211,12 @@ struct RecordedConfig {
   bool present = false;                 // any run field was recorded
   std::vector<std::string> problems;
   std::vector<std::string> recorded;    // the fields the trace has (others are defaults, not facts)
-  bool known(std::string_view field) const;
+  bool known(const RunField& field) const;
+  // Recorded, by member: known<&RunConfig::workers>() (no key text at the call site).
+  template <auto M>
+  bool known() const {
+    return known(run_field<M>());
+  }
 };
 RecordedConfig recorded_config(const Trace& trace);
 // Warm-up steps: the thresholds' override when >= 0, else the recorded `warmup`, else 0. The one place

@@ -13,12 +13,13 @@ namespace stalldx::diagnose {
 
 // "retrieval" — every steady step; or "alternate:N:R=a:b" — steps with step % N == R expect a, others b.
 // Class names: retrieval, decoding, submission, device-bound (consumer-bound counts as device-bound).
+// What a scenario induces, read once from its text ("retrieval", "alternate:4:3=retrieval:device-bound").
 struct Expectation {
   std::string spec;
   int period = 0, residue = 0;
-  std::string on, off;
+  Verdict on = Verdict::device_bound, off = Verdict::device_bound;
   static Status parse(const std::string& spec, Expectation& out);
-  const std::string& expected(std::int64_t step) const;
+  Verdict expected(std::int64_t step) const;
 };
 
 struct ScenarioScore {
@@ -26,7 +27,7 @@ struct ScenarioScore {
   int steady = 0, correct = 0;
   double accuracy = 0;
   std::vector<std::string> misses;                            // "step 7: expected retrieval, got decoding (...)"
-  std::map<std::pair<std::string, std::string>, int> cells;  // (expected, verdict) -> steps
+  std::map<std::pair<Verdict, Verdict>, int> cells;          // (expected, verdict) -> steps
 };
 
 ScenarioScore score(const std::string& name, const Report& report, const Expectation& expectation);

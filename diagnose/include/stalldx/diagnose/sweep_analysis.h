@@ -3,10 +3,12 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "stalldx/diagnose/whatif.h"
+#include "stalldx/diagnose/diagnosis.h"
 #include "stalldx/status.h"
 
 namespace stalldx::diagnose {
@@ -16,8 +18,10 @@ struct SweepPoint {
   double images_per_second = 0;            // median over the unprofiled repeats
   std::vector<double> repeats;             // each unprofiled run's img/s
   double step_p50 = 0, step_p95 = 0;       // of the median unprofiled run
-  std::string dominant;                    // steady-state verdict mix of the profiled run
-  std::map<std::string, int> verdicts;
+  std::optional<Verdict> dominant;         // most frequent steady-state verdict of the profiled run (none: not diagnosed)
+  bool standin = false;                    // the host stand-in played the device (device-bound reads consumer-bound)
+  std::map<Verdict, int> verdicts;         // steady steps per verdict, profiled run
+  std::string dominant_name() const { return dominant ? verdict_name(*dominant, standin) : "undiagnosed"; }
   double stall_retrieval = 0, stall_decoding = 0, stall_submission = 0, stall_unattributed = 0;  // ms, profiled run
 };
 
