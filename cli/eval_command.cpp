@@ -24,6 +24,7 @@ Action add_eval_command(CLI::App& app) {
   sub->add_flag("--record", o->record, "run each scenario under `stalldx record` as `stalldx run --nvtx-only` (seen as any program would be)");
   sub->add_flag("--against-native", o->against_native,
                 "with --record: also run each scenario natively and report per-step agreement of the two verdicts (agreement.txt)");
+  sub->add_option("--record-args", o->record_args, "with --record: options for `stalldx record` (one string: \"--sample 5/20\")");
   sub->add_option("--min-accuracy", o->min_accuracy, "fail (exit 1) when a scenario scores below this")
       ->capture_default_str()->check(finite_in(0.0, 1.0));
   sub->add_flag("--json", *json, "print the results as JSON");

@@ -16,7 +16,9 @@ namespace stalldx::cli {
 namespace {
 struct RecordArgs {
   tasks::RecordOptions options;
-  std::string roles, step, svg, html, merge;
+  std::string roles, step, svg, html, merge, sample;
+  CLI::Option* sample_opt = nullptr;
+  CLI::Option* live_opt = nullptr;
   bool json = false, no_summaries = false, no_python_hook = false;
   diagnose::Thresholds th;
 };
@@ -37,6 +39,15 @@ Action add_record_command(CLI::App& app) {
                 "no CUPTI synchronization records (lighter; the sync calls themselves are still recorded)");
   sub->add_flag("--cuda-every-call", [a](std::int64_t) { a->options.optional.every_call = true; },
                 "record CUDA calls that only query state too (cudaGetLastError, cudaFuncGetAttributes, ...: heavier)");
+  a->sample_opt = sub->add_option("--sample", a->sample,
+                                  "device records (CUPTI) in windows: K/N records K steps in every N and detaches CUPTI between "
+                                  "(no cost there); K/N+F after F full steps; alone: auto = every step of the first 50, then 5 in every 100")
+                      ->expected(0, 1);
+  a->live_opt = sub->add_option("--live", a->options.live_s,
+                                "every this many seconds while the command runs, print one line: the time share by class and steps/s "
+                                "(default 30 with --sample or --live-json, else off; 0: off)")
+                    ->check(CLI::Range(0.0, 86400.0));
+  sub->add_option("--live-json", a->options.live_json, "append each live line to this file as JSON (one object a line)");
   sub->add_flag("--no-python-hook", a->no_python_hook,
                 "do not load the PyTorch hook into Python programs (it marks DataLoader waits, loader work and loop iterations)");
   sub->add_flag("--keep-parts", a->options.keep_parts, "keep the per-process part files (their folder is printed)");
@@ -54,6 +65,7 @@ Action add_record_command(CLI::App& app) {
   add_threshold_options(*sub, a->th);
   sub->add_option("command", a->options.command, "the program and its arguments, after --");
   sub->footer("Example: stalldx record --trace train.json -- python train.py --epochs 1\n"
+              "A long run: stalldx record --sample -- python train.py   (CUPTI in windows, detached between; a live line every 30 s)\n"
               "Ctrl-C is passed to the command; a second one ends it (SIGTERM, then SIGKILL after --kill-after).\n"
               "Manual: docs/record.md; PyTorch scripts: docs/pytorch.md");
   return [a] {
@@ -65,9 +77,17 @@ Action add_record_command(CLI::App& app) {
       if (Status st = record::RoleMap::load(a->roles, a->options.roles); !st.is_ok()) return fail_input("record", st);
     if (!a->step.empty())
       if (Status st = NamePattern::compile(a->step, "--step", a->options.step); !st.is_ok()) return fail_input("record", st);
-    for (const std::string* path : {&a->options.trace, &a->svg, &a->html}) {
+    a->options.roles_file = a->roles;
+    if (a->sample_opt->count() > 0) {
+      std::string error;
+      if (!record::SamplePlan::parse(a->sample.empty() ? "auto" : a->sample, a->options.sample, error))
+        return fail_input("record", Status::invalid(error));
+    }
+    if (a->live_opt->count() == 0 && (a->options.sample.samples() || !a->options.live_json.empty())) a->options.live_s = 30;
+    a->options.live = [](const std::string& line) { note("{}\n", line); };
+    for (const std::string* path : {&a->options.trace, &a->svg, &a->html, &a->options.live_json}) {
       if (path->empty()) continue;
-      OutputCheck check{path == &a->svg ? "SVG" : path == &a->html ? "HTML report" : "trace"};
+      OutputCheck check{path == &a->svg ? "SVG" : path == &a->html ? "HTML report" : path == &a->options.live_json ? "live JSON" : "trace"};
       if (Status st = check_output_path(*path, check); !st.is_ok()) return fail_input("record", st);
     }
     a->options.inject_library = tasks::find_inject_library("");

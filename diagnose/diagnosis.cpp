@@ -14,6 +14,7 @@
 #include "copy_evidence.h"
 #include "stalldx/record/step_inference.h"
 #include "input_split.h"
+#include "sampled_steps.h"
 #include "summaries.h"
 #include "trace_index.h"
 
@@ -300,6 +301,7 @@ Report diagnose(const Trace& input, const Thresholds& th) {
     step_acts[s].push_back(i);
   }
   judge_coverage(t, ix, doubts, cov);
+  const DeviceWindows windows(t, cov.device_records);
 
   std::int64_t prev = ix.steps.empty() ? 0 : ix.steps.front()->begin_ns;
   std::size_t busy_cursor = 0, gap_cursor = 0, seg_cursor = 0;
@@ -329,7 +331,11 @@ Report diagnose(const Trace& input, const Thresholds& th) {
     }
     idle.clear();
     Interval window;
-    if (cov.device_records) {
+    // Host records only: no device records at all, or (sampled) none for this step.
+    const bool host_only = !cov.device_records || !windows.covers(*sr);
+    if (cov.device_records && host_only) sd.basis = StepBasis::host_records;
+    if (!host_only) {
+      if (windows.sampled() && (rep.steps.empty() || rep.steps.back().basis != StepBasis::device)) prev = sr->begin_ns;  // a window's first step
       auto it = step_end.find(sr->step);
       const std::int64_t end = it == step_end.end() ? prev : std::max(prev, it->second);
       if (it == step_end.end()) sd.details.push_back("no device work recorded for this step: its idle time moves to the next step");
@@ -345,14 +351,14 @@ Report diagnose(const Trace& input, const Thresholds& th) {
     sd.window_begin_ms = ms(window.begin - t.meta.origin_ns);
     sd.window_end_ms = ms(window.end - t.meta.origin_ns);
     sd.window_ms = ms(window.end - window.begin);
-    for (const Interval& g : idle) attribute(ix, g, seg_cursor, acc, !cov.device_records);
-    if (!cov.device_records) {
+    for (const Interval& g : idle) attribute(ix, g, seg_cursor, acc, host_only);
+    if (host_only) {
       // Only the consumer's waits count as stall; the rest of the step is its own work.
       for (auto it = acc.causes.begin(); it != acc.causes.end();)
         it = it->first.first == Cause::outside_ranges || it->first.first == Cause::unmapped_range ? acc.causes.erase(it) : std::next(it);
       acc.cls = {};
       for (const auto& [k, v] : acc.causes) acc.cls[static_cast<int>(cause_class(k.first))] += v;
-      seg_cursor = 0;
+      if (!cov.device_records) seg_cursor = 0;
     }
     sd.stall_ms = acc.cls[0] + acc.cls[1] + acc.cls[2] + acc.cls[3];
     decide(th, cov, acc, sd);
@@ -366,6 +372,7 @@ Report diagnose(const Trace& input, const Thresholds& th) {
     if (auto it = step_acts.find(sd.step); it != step_acts.end()) describe_copies(ix, it->second, sd);
     rep.steps.push_back(std::move(sd));
   }
+  carry_from_windows(windows, rep);
   build_summaries(t, ix, rep);
   build_run_summary(t, ix, th, rep);
   return rep;

@@ -54,6 +54,9 @@ std::string report_json(const Report& rep) {
                    {"duplicate_correlations", c.duplicate_correlations}, {"unlinked_device", c.unlinked_device},
                    {"zero_length_kernels", c.zero_length_kernels}, {"interrupted", c.interrupted}, {"confidence", confidence_text(c)},
                    {"notes", c.notes}};
+  if (c.sampled)
+    j["coverage"]["sampling"] = {{"plan", c.sample_plan}, {"device_windows", c.device_windows}, {"steps_in_windows", c.steps_in_windows},
+                                 {"steps_carried", c.steps_carried}};
   json steps = json::array();
   for (const StepDiagnosis& s : rep.steps) {
     steps.push_back({{"step", s.step}, {"warmup", s.warmup}, {"window_begin_ms", s.window_begin_ms},
@@ -63,7 +66,8 @@ std::string report_json(const Report& rep) {
                      {"class_ms", {{"retrieval", s.class_ms[0]}, {"decoding", s.class_ms[1]}, {"submission", s.class_ms[2]},
                                    {"unattributed", s.class_ms[3]}}},
                      {"evidence", s.evidence}, {"causes", step_causes(s)}, {"details", s.details}, {"next_question", s.next_question},
-                     {"device_records", s.device_records}, {"copies", s.copies}});
+                     {"device_records", s.device_records}, {"copies", s.copies}, {"basis", step_basis_name(s.basis)}});
+    if (s.carried_from >= 0) steps.back()["carried_from"] = s.carried_from;
   }
   j["steps"] = steps;
   const RunSummary& sum = rep.summary;

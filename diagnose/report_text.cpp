@@ -34,14 +34,19 @@ std::string report_text(const Report& rep, bool with_summaries) {
                  c.dropped_device, c.unmatched_device);
   fmt::format_to(o, "  confidence: {}\n", confidence_text(c));
   for (const std::string& n : c.notes) fmt::format_to(o, "  note: {}\n", n);
+  if (c.sampled)
+    fmt::format_to(o, "  device records: {} ({} window{}): {} steps inside them, {} judged from host records, {} carried\n", c.sample_plan,
+                   c.device_windows, c.device_windows == 1 ? "" : "s", c.steps_in_windows,
+                   rep.steps.size() - c.steps_in_windows - c.steps_carried, c.steps_carried);
   fmt::format_to(o, "\n  {:>5} {:>10} {:>10} {:>10}  {:<17} {:>5} {:>5} {:>5} {:>5}  {}\n", "step", "window ms", "busy ms", "stall ms",
                  "verdict", "ret%", "dec%", "sub%", "un%", "evidence");
   for (const StepDiagnosis& s : rep.steps) {
     std::string verdict = verdict_name(s.verdict, c.standin);
     if (s.verdict == Verdict::mixed) verdict = fmt::format("mixed({}+{})", class_name(s.top), class_name(s.second)).substr(0, 17);
     const auto pct = [&](int k) { return s.stall_ms > 0 ? 100 * s.class_ms[k] / s.stall_ms : 0.0; };
-    fmt::format_to(o, "  {:>5} {:>10.2f} {:>10.2f} {:>10.2f}  {:<17} {:>5.0f} {:>5.0f} {:>5.0f} {:>5.0f}  {}{}\n", s.step, s.window_ms,
-                   s.busy_ms, s.stall_ms, verdict, pct(0), pct(1), pct(2), pct(3), s.warmup ? "[warm-up] " : "", s.evidence);
+    fmt::format_to(o, "  {:>5} {:>10.2f} {:>10.2f} {:>10.2f}  {:<17} {:>5.0f} {:>5.0f} {:>5.0f} {:>5.0f}  {}{}{}\n", s.step, s.window_ms,
+                   s.busy_ms, s.stall_ms, verdict, pct(0), pct(1), pct(2), pct(3), s.warmup ? "[warm-up] " : "",
+                   s.basis == StepBasis::device ? "" : fmt::format("[{}] ", step_basis_name(s.basis)), s.evidence);
   }
   const RunSummary& sum = rep.summary;
   fmt::format_to(o, "\nsteady state: {} steps ({} warm-up reported apart)", sum.steady_steps, sum.warmup_steps);

@@ -116,4 +116,13 @@ std::string confidence_text(const Coverage& c) {
   for (std::size_t i = 0; i < c.lowered_because.size(); ++i) s += (i ? "; " : "") + c.lowered_because[i];
   return s;
 }
+const char* step_basis_name(StepBasis b) {
+  switch (b) {
+    case StepBasis::device: return "device records";
+    case StepBasis::host_records: return "host records";
+    case StepBasis::carried: return "carried";
+  }
+  return "?";
+}
+
 }  // namespace stalldx::diagnose

@@ -22,6 +22,9 @@
 #                         under `stalldx record` with no flags, one run per induced case: headline and per-step verdicts
 #   gpu-h200.sh hookcost  the Python hook's cost: native / `record --no-cuda` (NVTX + the hook) pairs, alternating,
 #                         on example 3 device-bound and decode-bound (ROUNDS, CASES)
+#   gpu-h200.sh sampling  record --sample: 120 attach/detach cycles (record_gpu_test), example 2 native / `--sample 5/100`
+#                         pairs (ROUNDS, STEPS), full `record` pairs (FULL_ROUNDS), the seed workload native / sampled pairs
+#   gpu-h200.sh samplematrix  the scenario matrix natively and under `record --sample 3/6`, per-step agreement (in windows too)
 #   gpu-h200.sh devicebound  example 2's device-bound case at 448/384/320 px: verdicts, and the long CUDA calls of 448's stalled steps
 set -uo pipefail
 OUT=${OUT:-./gpu-out}; mkdir -p "$OUT"
@@ -154,6 +157,32 @@ overhead)  # MAIN_CPU=N: the loop's thread on CPU N alone in both runs of a pair
   for f in /tmp/ov.json; do
     echo "== $f"; stalldx diagnose $f 2>&1 | grep -E "steady state|→|coverage|confidence" | cut -c1-300
   done >> "$OUT/overhead.txt"
+  ;;
+sampling)
+  STALLDX_BINARY=$(command -v stalldx) CUDA_WINDOWS=$(command -v cuda_windows) record_gpu_test > "$OUT/record_gpu_test.txt" 2>&1
+  echo "record_gpu_test rc=$?" >> "$OUT/record_gpu_test.txt"
+  rate() { "$@" 2>&1 | grep -oE "[0-9]+ img/s" | head -1 | grep -oE "[0-9]+"; }
+  ex="$py --workers 12 --steps ${STEPS:-200} ${MAIN_CPU:+--main-cpu $MAIN_CPU}"
+  sampled="stalldx record ${REC_ARGS:---sample 5/100} --warmup 3 --trace /tmp/sample.json --live-json /tmp/live.jsonl --"
+  for i in ${ROUNDS:-1 2 3 4 5 6 7}; do  # ABBA
+    if (( i % 2 )); then n=$(rate $ex); r=$(rate $sampled $ex); else r=$(rate $sampled $ex); n=$(rate $ex); fi
+    echo "round $i native $n sampled $r"
+  done > "$OUT/sample-overhead.txt" 2>&1
+  for i in ${FULL_ROUNDS:-1 2 3}; do
+    if (( i % 2 )); then n=$(rate $ex); r=$(rate stalldx record --warmup 3 --trace /tmp/full.json -- $ex); else r=$(rate stalldx record --warmup 3 --trace /tmp/full.json -- $ex); n=$(rate $ex); fi
+    echo "full round $i native $n record $r"
+  done >> "$OUT/sample-overhead.txt" 2>&1
+  for i in 1 2 3; do
+    n=$(rate stalldx run $seed --steps 100 --no-profile); r=$(rate stalldx record --sample 5/100 --trace /tmp/seed-sample.json -- stalldx run $seed --steps 100 --nvtx-only)
+    echo "seed round $i native $n sampled $r"
+  done >> "$OUT/sample-overhead.txt" 2>&1
+  { stalldx diagnose /tmp/sample.json | head -12; stalldx diagnose /tmp/sample.json | grep -E "carried|host records" | head -5; tail -3 /tmp/live.jsonl
+    ls -la /tmp/sample.json /tmp/full.json /tmp/seed-sample.json; } > "$OUT/sample-report.txt" 2>&1
+  ;;
+samplematrix)
+  grep -v -E "^seed-long\b" ${SCENARIOS:-configs/scenarios-h200.tsv} > /tmp/matrix.tsv
+  stalldx eval /tmp/matrix.tsv --record --record-args "${REC_ARGS:---sample 3/6}" --against-native --out /tmp/evs --min-accuracy 0 > "$OUT/eval-sampled.txt" 2>&1
+  cp /tmp/evs/agreement.txt "$OUT/agreement-sampled.txt" 2>/dev/null
   ;;
 launchcost)  # the host cost of one launch (bench/launch_cost.py) natively and under each way of recording; PIN=N: on CPU N
   lc="env -u LD_LIBRARY_PATH ${PIN:+taskset -c $PIN} python3 bench/launch_cost.py"

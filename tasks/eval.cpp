@@ -121,8 +121,15 @@ Status run_eval(const EvalOptions& o, EvalResult& result, const StopFlag* stop, 
       Outcome out;
       const std::string log_path = trace_path.substr(0, trace_path.size() - 5) + ".log";
       std::vector<std::string> argv{o.stalldx, "run", "--config", s.config, "--trace", trace_path};
-      if (recorded)
-        argv = {o.stalldx, "record", "--trace", trace_path, "--warmup", std::to_string(th.warmup_steps), "--", o.stalldx, "run", "--config", s.config, "--nvtx-only"};
+      if (recorded) {
+        argv = {o.stalldx, "record", "--trace", trace_path, "--warmup", std::to_string(th.warmup_steps)};
+        for (std::size_t b = 0, e; b < o.record_args.size(); b = e + 1) {
+          e = std::min(o.record_args.find(' ', b), o.record_args.size());
+          if (e > b) argv.push_back(o.record_args.substr(b, e - b));
+        }
+        argv.push_back("--");
+        for (const std::string& a : {o.stalldx, std::string("run"), std::string("--config"), s.config, std::string("--nvtx-only")}) argv.push_back(a);
+      }
       if (!o.data.empty()) { argv.push_back("--data"); argv.push_back(o.data); }
       ChildResult child;
       if (out.fatal = run_child(argv, log_path, child, stop); !out.fatal.is_ok()) return out;
@@ -159,9 +166,16 @@ Status run_eval(const EvalOptions& o, EvalResult& result, const StopFlag* stop, 
       result.native_scores.push_back(diagnose::score(s.name, native_rep, s.expect));
       result.agreements.push_back(diagnose::agreement(s.name, native_rep, rep));
       const diagnose::Agreement& a = result.agreements.back();
-      result.agreement_text += fmt::format("  {:<28} native {:>3.0f}% | recorded {:>3.0f}% | {:>3} of {:>3} steady steps agree ({:.0f}%){}\n", a.name,
+      std::string windows;
+      if (rep.coverage.sampled) {  // the steps inside device windows alone, as the sampled recording's claim
+        diagnose::Report in_windows = rep;
+        std::erase_if(in_windows.steps, [](const diagnose::StepDiagnosis& st) { return st.basis != diagnose::StepBasis::device; });
+        const diagnose::Agreement w = diagnose::agreement(s.name, native_rep, in_windows);
+        windows = fmt::format(" | in device windows {} of {} ({:.0f}%)", w.same, w.steps, 100 * w.rate);
+      }
+      result.agreement_text += fmt::format("  {:<28} native {:>3.0f}% | recorded {:>3.0f}% | {:>3} of {:>3} steady steps agree ({:.0f}%){}{}\n", a.name,
                                            100 * result.native_scores.back().accuracy, 100 * result.scores.back().accuracy, a.same, a.steps,
-                                           100 * a.rate, a.differ.empty() ? "" : "; " + a.differ.front() + (a.differ.size() > 1 ? ", ..." : ""));
+                                           100 * a.rate, windows, a.differ.empty() ? "" : "; " + a.differ.front() + (a.differ.size() > 1 ? ", ..." : ""));
       if (a.rate < o.min_accuracy)
         result.failures.push_back(fmt::format("scenario {}: recorded and native verdicts agree on {:.0f}% of steps (< {:.0f}%)", s.name,
                                               100 * a.rate, 100 * o.min_accuracy));

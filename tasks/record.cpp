@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "live_monitor.h"
 #include "stalldx/output_claim.h"
 #include "stalldx/rank_paths.h"
 #include "stalldx/record/part_format.h"
@@ -191,9 +192,17 @@ Status run_record(const RecordOptions& o, RecordResult& r, const StopFlag* stop)
     co.env.push_back({record::kRecordCudaEnv, record::cuda_records_env(o.optional)});
   }
   add_python_hook_env(o, co);
+  if (o.sample.samples()) {
+    co.env.push_back({record::kSampleEnv, o.sample.text()});
+    if (!o.step.empty()) co.env.push_back({record::kStepPatternEnv, o.step.pattern()});
+    if (!o.roles_file.empty()) co.env.push_back({record::kRolesFileEnv, fs::absolute(o.roles_file).string()});
+  }
   co.notice = o.notice;
   co.kill_after_s = o.kill_after_s;
+  LiveMonitor live(o, r.parts_dir);
   const Status st = run_child(o.command, co, r.child, stop);
+  live.stop();
+  r.live_lines = live.lines();
   const std::int64_t ended = monotonic_ns();
   if (!st.is_ok()) {
     r.start_error = st.message();
@@ -249,6 +258,12 @@ std::string record_summary_text(const RecordResult& r) {
   if (m.unbalanced_pops) s += fmt::format("  {} NVTX pops without a push (ignored)\n", m.unbalanced_pops);
   if (m.dropped) s += fmt::format("  {} ranges dropped (no space left for them, a thread's part full, or nested deeper than 256)\n", m.dropped);
   s += fmt::format("  steps: {}\n", m.steps.rule == record::StepRule::none ? "none found" : m.steps.found);
+  if (m.device_windows > 0 || m.windows_without_records > 0)
+    s += fmt::format("  device records sampled: {}; {} window{} in the trace{}\n", m.sample_plan.words(), m.device_windows,
+                     m.device_windows == 1 ? "" : "s",
+                     m.windows_without_records ? fmt::format(", {} more without records (the oldest beyond {} kept, or before CUDA started)",
+                                                             m.windows_without_records, record::kMaxWindowFiles)
+                                               : "");
   for (const std::string& p : m.steps.passed_over) s += fmt::format("    passed over: {}\n", p);
   if (!m.steps.how_to_override.empty()) s += fmt::format("    to choose otherwise: {}\n", m.steps.how_to_override);
   if (m.demoted_steps) s += fmt::format("  {} step ranges off the consumer thread or nested in another step (kept as user ranges)\n", m.demoted_steps);

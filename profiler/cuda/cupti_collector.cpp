@@ -65,6 +65,7 @@ std::uint64_t host_clock() { return static_cast<std::uint64_t>(now_ns()); }
 class CuptiCollector {
  public:
   Status start(bool driver_api, bool driver_work, bool sync, bool every_call) {
+    cancel_cupti_detach();  // a detach not yet done would finalize CUPTI under this session
     {
       std::lock_guard<std::mutex> lock(mu_);
       reset_locked();

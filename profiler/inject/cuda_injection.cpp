@@ -1,44 +1,43 @@
 // CUDA injection: the driver loads this library when CUDA_INJECTION64_PATH names it and calls
 // InitializeInjection at cuInit. We run a stalldx Session with the CUPTI collector alone (NVTX ranges
-// come through nvtx_injection.cpp) and write the records as <pid>.cuda.json at exit. A marker written at
-// start lets the merger say when a process used CUDA but ended before writing (killed).
+// come through nvtx_injection.cpp). A marker written at start lets the merger say when a process used
+// CUDA but ended before writing (killed).
+//
+// Full recording: one session from cuInit to exit, written as <pid>.cuda.json at exit.
+// Sampled (`record --sample`, step_marks.h): a session per window. A window opens at a step boundary on
+// the thread that marks it (CUPTI on before the step's first call); it closes there too, but the work of
+// closing — flush, drain, CUPTI's detach, writing <pid>.cuda.w<N>.json — is done by a closer thread, so
+// the program's step pays only for setting a flag. Between windows CUPTI is detached: no callback, no
+// record, no cost. Only the first and the newest kMaxWindowFiles - 1 window files are kept.
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <cstdlib>
+#include <deque>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "part_writer.h"
+#include "step_marks.h"
 #include "stalldx/cuda.h"
 #include "stalldx/profiler.h"
+#include "stalldx/record/part_format.h"
 #include "stalldx/trace_io.h"
 
 namespace {
 
-stalldx::Session* g_session = nullptr;  // leaked on purpose: used from the atexit handler
-pid_t g_session_pid = 0;                // the process that started it: a forked child inherits the
-                                        // handler but neither CUDA nor the collector's converter thread
+using stalldx::record::WindowAction;
 
-std::string part_path(const char* suffix) {
+pid_t g_session_pid = 0;  // the process that started CUDA: a forked child inherits the atexit handler
+                          // but neither CUDA nor the collector's converter thread
+
+std::string part_path(const std::string& suffix) {
   return std::string(stalldx::inject::record_dir()) + "/" + std::to_string(getpid()) + suffix;
 }
 
-void write_cuda_part() {
-  if (g_session == nullptr || getpid() != g_session_pid) return;
-  g_session->stop();
-  stalldx::Trace& t = g_session->mutable_trace();
-  t.meta.device = "CUDA (the recorded program's)";
-  (void)stalldx::write_trace_file(t, part_path(".cuda.json"));
-}
-
-}  // namespace
-
-extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
-  if (!stalldx::inject::enabled() || g_session != nullptr) return 1;
-  const int marker = ::open(part_path(".cuda.started").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (marker >= 0) ::close(marker);
-  auto* session = new stalldx::Session;
-  if (!stalldx::cuda::install_cupti(*session).is_ok()) return 1;
+stalldx::SessionOptions session_options() {
   stalldx::SessionOptions o;
   o.host = false;
   o.cpu_time = false;
@@ -51,9 +50,135 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
   o.cupti_driver_work = optional.driver;
   o.cupti_sync = optional.sync;
   o.cupti_every_call = optional.every_call;
-  if (!session->start(o).is_ok()) return 1;
-  g_session = session;
+  return o;
+}
+
+// Stops `s`, writes its records to `suffix` and deletes it.
+void write_and_delete(stalldx::Session* s, const std::string& suffix) {
+  s->stop();
+  stalldx::Trace& t = s->mutable_trace();
+  t.meta.device = "CUDA (the recorded program's)";
+  (void)stalldx::write_trace_file(t, part_path(suffix));
+  delete s;
+}
+
+std::string window_suffix(std::int64_t window) { return ".cuda.w" + std::to_string(window) + ".json"; }
+
+// The recording sessions and the closer thread. Lock order: the marks lock (step_marks.h), then mu.
+struct Windows {
+  std::mutex mu;
+  std::condition_variable wake;
+  stalldx::Session* open = nullptr;  // the session of the open window (or the whole run, unsampled)
+  std::int64_t open_window = 0;
+  std::deque<std::pair<stalldx::Session*, std::int64_t>> closing;  // stopped by the closer thread, in order
+  bool closer_busy = false, exiting = false;
+};
+Windows g_w;
+
+// With g_w.mu held.
+stalldx::Session* start_session_locked() {
+  auto* s = new stalldx::Session;
+  if (!stalldx::cuda::install_cupti(*s).is_ok() || !s->start(session_options()).is_ok()) {
+    delete s;
+    return nullptr;
+  }
+  return s;
+}
+
+void closer_loop() {
+  std::unique_lock<std::mutex> lock(g_w.mu);
+  for (;;) {
+    g_w.wake.wait(lock, [] { return !g_w.closing.empty() || g_w.exiting; });
+    if (g_w.closing.empty()) return;
+    auto [s, window] = g_w.closing.front();
+    g_w.closing.pop_front();
+    g_w.closer_busy = true;
+    s->stop();  // flush and drain while holding mu: no window opens until CUPTI is quiet
+    stalldx::cuda::detach_cupti();
+    lock.unlock();
+    write_and_delete(s, window_suffix(window));
+    if (const std::int64_t old = window - (stalldx::record::kMaxWindowFiles - 1); old > 0)  // keep window 0 and the newest
+      ::unlink(part_path(window_suffix(old)).c_str());
+    lock.lock();
+    g_w.closer_busy = false;
+    g_w.wake.notify_all();
+  }
+}
+
+// step_marks' hook: called with the marks lock held, on the thread that marked the step.
+void on_window(WindowAction action, std::int64_t window) {
+  if (getpid() != g_session_pid) return;
+  std::unique_lock<std::mutex> lock(g_w.mu);
+  if (g_w.exiting) return;
+  if (action == WindowAction::attach) {
+    // A window still closing holds CUPTI: wait for it (windows are many steps apart; this is rare).
+    g_w.wake.wait(lock, [] { return g_w.closing.empty() && !g_w.closer_busy; });
+    if (g_w.open == nullptr) {
+      g_w.open = start_session_locked();
+      g_w.open_window = window;
+    }
+  } else if (g_w.open != nullptr) {
+    g_w.closing.emplace_back(g_w.open, g_w.open_window);
+    g_w.open = nullptr;
+    g_w.wake.notify_all();
+  }
+}
+
+std::thread* g_closer = nullptr;  // leaked: joined at exit, never destroyed (exit-time destructors)
+
+void write_cuda_parts() {
+  if (getpid() != g_session_pid) return;
+  stalldx::inject::lock_marks();  // no window edge from here on
+  stalldx::Session* last = nullptr;
+  std::int64_t last_window = 0;
+  {
+    std::lock_guard<std::mutex> lock(g_w.mu);
+    g_w.exiting = true;
+    last = g_w.open;
+    last_window = g_w.open_window;
+    g_w.open = nullptr;
+    g_w.wake.notify_all();
+  }
+  if (g_closer != nullptr && g_closer->joinable()) g_closer->join();  // finishes the windows it was given
+  if (last != nullptr) write_and_delete(last, stalldx::inject::sampling() ? window_suffix(last_window) : ".cuda.json");
+  stalldx::inject::unlock_marks();
+}
+
+// Windows by time where the program marks no steps: one tick a second since cuInit.
+void start_ticker() {
+  std::thread([] {
+    for (std::int64_t s = 1;; ++s) {
+      timespec ts{1, 0};
+      while (nanosleep(&ts, &ts) != 0) {
+      }
+      {
+        std::lock_guard<std::mutex> lock(g_w.mu);
+        if (g_w.exiting) return;
+      }
+      if (stalldx::inject::step_boundaries_seen() > 0) return;  // steps mark the windows from now on
+      stalldx::inject::time_tick(s);
+    }
+  }).detach();
+}
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
+  if (!stalldx::inject::enabled() || g_session_pid != 0) return 1;
+  const int marker = ::open(part_path(".cuda.started").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (marker >= 0) ::close(marker);
   g_session_pid = getpid();
-  std::atexit(&write_cuda_part);
+  std::int64_t window = 0;
+  const bool open_now = stalldx::inject::set_window_hook(&on_window, window);
+  {
+    std::lock_guard<std::mutex> lock(g_w.mu);
+    if (open_now) g_w.open = start_session_locked();
+    g_w.open_window = window;
+  }
+  if (stalldx::inject::sampling()) {
+    g_closer = new std::thread(&closer_loop);
+    start_ticker();
+  }
+  std::atexit(&write_cuda_parts);
   return 1;
 }

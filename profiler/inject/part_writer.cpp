@@ -6,6 +6,7 @@
 // fork(): the child's threads re-register under the child's pid on their next range (the parent's
 // mappings stay the parent's; the child never writes through them).
 #include "part_writer.h"
+#include "step_marks.h"
 #include "stalldx/thread_clock.h"
 
 #include <fcntl.h>
@@ -151,6 +152,7 @@ void after_fork_child() {
   auto* fresh = new ProcessState;
   fresh->generation.store((old != nullptr ? old->generation.load() : 1) + 1);
   g_state.store(fresh, std::memory_order_release);
+  step_marks_after_fork();
 }
 
 std::once_flag g_init;
@@ -160,6 +162,7 @@ void init() {
   g_dir = dir;
   g_enabled = true;
   pthread_atfork(nullptr, nullptr, &after_fork_child);
+  step_marks_init(g_dir);
 }
 
 ProcessState& process_locked_ready(std::unique_lock<std::mutex>& lock) {
@@ -177,6 +180,7 @@ std::uint32_t register_text(NameMap ProcessState::*map, std::uint32_t ProcessSta
   const std::uint32_t id = (s.*next)++;
   (s.*map).emplace(std::string(text), id);
   write_line(s.names_fd, kind, id, text);
+  if (kind == 'n') classify_step_name(id, text);  // under the process lock, once per name
   return id;
 }
 
@@ -312,6 +316,7 @@ void push(std::uint32_t name, std::uint32_t domain, std::uint32_t category, std:
   }
   PartRange* r = append(*t, name, domain, category, PartRangeKind::push_pop, payload);
   t->stack[t->depth++] = r ? static_cast<std::uint64_t>(r - t->records) : ~0ull;
+  on_range_begin(name, r ? r->begin_ns : now_ns());
 }
 
 bool pop() noexcept {
@@ -339,7 +344,9 @@ bool pop() noexcept {
 std::uint64_t start(std::uint32_t name, std::uint32_t domain, std::uint32_t category, std::int64_t payload) noexcept {
   ThreadState* t = thread_part();
   if (t == nullptr) return 0;
-  return reinterpret_cast<std::uint64_t>(append(*t, name, domain, category, PartRangeKind::start_end, payload));
+  PartRange* r = append(*t, name, domain, category, PartRangeKind::start_end, payload);
+  on_range_begin(name, r ? r->begin_ns : now_ns());
+  return reinterpret_cast<std::uint64_t>(r);
 }
 
 void complete(std::uint32_t name, std::uint32_t domain, std::uint32_t category, std::int64_t payload, std::int64_t begin_ns,
@@ -352,6 +359,7 @@ void complete(std::uint32_t name, std::uint32_t domain, std::uint32_t category, 
   r->cpu_ns = cpu_ns;
   r->runq_ns = runq_ns;
   __atomic_store_n(&r->end_ns, end_ns, __ATOMIC_RELEASE);
+  on_range_begin(name, end_ns);  // the Python loop's iteration, written when it ends: the next one begins there
 }
 
 void thread_clocks(std::int64_t& now, std::int64_t& cpu, std::int64_t& runq) noexcept {

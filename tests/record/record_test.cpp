@@ -17,6 +17,7 @@
 #include "stalldx/record/part_format.h"
 #include "stalldx/record/role_map.h"
 #include "stalldx/trace_io.h"
+#include "recorded.h"
 #include "spawned.h"
 #include "test_support.h"
 
@@ -112,22 +113,6 @@ TEST(Merge, DeviceWorkBelongsToTheStepOfItsCallNotTheStepItOverlaps) {
 }
 
 #ifdef NVTX_LOOP
-struct Recorded {
-  int rc = -1;
-  std::string log, trace_path, dir;
-};
-
-Recorded record(const std::string& loop_args, const std::string& record_args = "") {
-  Recorded r;
-  r.dir = stalldx::testing::temp_dir("record");
-  r.trace_path = r.dir + "/t.json";
-  const std::string cmd = fmt::format("{} record --trace {} {} -- {} {} > {}/log.txt 2>&1", STALLDX_BINARY, r.trace_path, record_args,
-                                      NVTX_LOOP, loop_args, r.dir);
-  const int status = std::system(cmd.c_str());
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.log = stalldx::testing::read_file(r.dir + "/log.txt");
-  return r;
-}
 
 TEST(Record, MainThreadAndForkedWorkersMergeIntoOneTraceWithRolesAndProcesses) {
   const Recorded r = record("--steps 10 --workers 3 --read-ms 15 --decode-ms 1 --step-ms 1 --name-thread");

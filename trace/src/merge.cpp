@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "stalldx/record/part_format.h"
+#include "stalldx/record/sampling.h"
 #include "stalldx/record/step_inference.h"
 #include "stalldx/text.h"
 #include "stalldx/trace_io.h"
@@ -48,7 +49,21 @@ struct ProcessParts {
   std::unordered_map<std::uint32_t, std::string> names, domains;
   std::unordered_map<std::int64_t, std::string> thread_names;
   std::vector<fs::path> range_files;
+  std::map<std::int64_t, fs::path> cuda_files;  // window number -> CUPTI part (-1: the whole run's)
+  std::optional<WindowMarks> windows;           // sampled: the device windows it marked
 };
+
+// "<pid>.cuda.json" -> -1, "<pid>.cuda.w7.json" -> 7; false for any other name.
+bool cuda_part_window(std::string_view rest, std::int64_t& window) {
+  if (rest == ".cuda.json") {
+    window = -1;
+    return true;
+  }
+  constexpr std::string_view pre = ".cuda.w", post = ".json";
+  if (rest.size() <= pre.size() + post.size() || rest.substr(0, pre.size()) != pre || rest.substr(rest.size() - post.size()) != post)
+    return false;
+  return parse_int(rest.substr(pre.size(), rest.size() - pre.size() - post.size()), window) && window >= 0;
+}
 
 void read_names(const fs::path& path, ProcessParts& p, MergeReport& rep) {
   std::string text;
@@ -130,6 +145,7 @@ Status read_ranges(const fs::path& path, const ProcessParts& p, const RoleMap& r
     for (std::uint64_t i = 0; i < n; ++i) {
       const PartRange& r = recs[i];
       if (r.begin_ns <= 0) continue;
+      if (o.since_ns > 0 && r.end_ns != 0 && r.end_ns < o.since_ns) continue;  // a live snapshot's older ranges
       if (impossible(r.begin_ns, r.end_ns == 0 ? r.begin_ns : r.end_ns, o.end_ns)) {  // a corrupt or forged part: dropped, counted
         rep.dropped++;
         continue;
@@ -255,6 +271,38 @@ std::uint64_t assign_steps(Trace& t) {
   return demoted;
 }
 
+namespace {
+// A sampled recording's windows into the trace's metadata (sampling.h). A process that ran CUDA keeps
+// the windows whose records exist (the cap removes old ones; a window may close before cuInit); where
+// no process ran CUDA (a program marking steps with no device, tests), those that marked steps keep all.
+void note_windows(const std::map<std::int64_t, ProcessParts>& procs, Trace& out, MergeReport& rep) {
+  std::vector<DeviceWindow> kept;
+  std::optional<SamplePlan> plan;
+  bool any = false, cuda = false;
+  for (const auto& [pid, p] : procs) cuda = cuda || (p.windows && p.info.used_cuda);
+  for (const auto& [pid, p] : procs) {
+    if (!p.windows) continue;
+    any = true;
+    // Only a process that ran CUDA, or (none did) one that marked steps, has windows worth keeping: a
+    // shell or a loader worker is "recording" from its start and would cover every step.
+    if (cuda ? !p.info.used_cuda : !p.windows->stepped) continue;
+    if (p.windows->plan) plan = p.windows->plan;
+    for (const auto& [n, w] : p.windows->windows) {
+      if (p.info.used_cuda && !p.cuda_files.count(n)) {
+        rep.windows_without_records++;
+        continue;
+      }
+      kept.push_back(w);
+    }
+  }
+  if (!any) return;
+  rep.device_windows = kept.size();
+  rep.sample_plan = plan.value_or(SamplePlan{});
+  set_device_windows(out.meta, rep.sample_plan, kept);
+  if (rep.windows_without_records > 0) out.meta.config["device_windows_without_records"] = std::to_string(rep.windows_without_records);
+}
+}  // namespace
+
 Status merge_parts(const std::string& dir, const RoleMap& roles, const MergeOptions& o, Trace& out, MergeReport& rep) {
   out = Trace{};
   rep = MergeReport{};
@@ -279,7 +327,14 @@ Status merge_parts(const std::string& dir, const RoleMap& roles, const MergeOpti
     if (rest == ".proc") read_proc(e.path(), p, rep);
     else if (rest == ".names") read_names(e.path(), p, rep);
     else if (rest == ".cuda.started") p.info.used_cuda = true;
-    else if (rest == ".cuda.json") p.info.cuda_records = true;
+    else if (std::int64_t w = 0; cuda_part_window(rest, w)) {
+      if (o.host_only) continue;
+      p.cuda_files[w] = e.path();
+      p.info.cuda_records = true;
+    } else if (rest == ".windows") {
+      std::string text;
+      if (read_text_file(e.path().string(), text).is_ok()) p.windows = parse_window_marks(text, pid, o.end_ns);
+    }
     else if (rest.size() > 7 && rest.compare(rest.size() - 7, 7, ".ranges") == 0) p.range_files.push_back(e.path());
   }
   out.meta.host = true;
@@ -289,7 +344,7 @@ Status merge_parts(const std::string& dir, const RoleMap& roles, const MergeOpti
   // (pid, tid) and (pid, pthread) -> lane, for CUPTI's thread ids.
   std::map<std::pair<std::int64_t, std::uint64_t>, std::uint32_t> lane_of;
   std::size_t parts = 0, merged = 0;
-  for (const auto& [pid, p] : procs) parts += p.range_files.size() + (p.info.cuda_records ? 1 : 0);
+  for (const auto& [pid, p] : procs) parts += p.range_files.size() + p.cuda_files.size();
   // Checked before each part: a stop keeps what was merged so far (and says so).
   auto stopping = [&] {
     if (!rep.merge_stopped && o.should_stop && o.should_stop()) rep.merge_stopped = true;
@@ -327,13 +382,13 @@ Status merge_parts(const std::string& dir, const RoleMap& roles, const MergeOpti
         rep.problems.push_back(fmt::format("process {} used CUDA but wrote no device records (it did not exit normally)", pid));
       continue;
     }
-    const std::string path = fmt::format("{}/{}.cuda.json", dir, pid);
+    for (const auto& [window, path] : p.cuda_files) {
+    if (stopping()) break;
     ++merged;
     Trace part;
-    if (Status st = read_trace_file(path, part); !st.is_ok()) {
+    if (Status st = read_trace_file(path.string(), part); !st.is_ok()) {
       rep.unreadable_parts++;
       rep.problems.push_back(st.message());
-      p.info.cuda_records = false;
       continue;
     }
     out.meta.cupti = out.meta.cupti || part.meta.cupti;
@@ -368,7 +423,9 @@ Status merge_parts(const std::string& dir, const RoleMap& roles, const MergeOpti
       a.name = out.intern(part.name(a.name));
       out.activities.push_back(a);
     }
+    }
   }
+  note_windows(procs, out, rep);
   for (const HostRange& r : out.ranges) procs[out.threads[r.thread].pid].info.ranges++;
   for (auto& [pid, p] : procs) rep.processes.push_back(p.info);
   if (rep.merge_stopped) {

@@ -38,8 +38,9 @@ std::int64_t launching_lane(const Trace& t) {
   return best;
 }
 
-// "iter 12" -> "iter #": the name with each run of digits masked; empty when it has no digit.
-std::string masked(const std::string& name) {
+}  // namespace
+
+std::string masked_name(std::string_view name) {
   std::string out;
   bool digits = false, any = false;
   for (char c : name) {
@@ -51,6 +52,8 @@ std::string masked(const std::string& name) {
   }
   return any ? out : std::string();
 }
+
+namespace {
 
 struct Family {
   std::uint32_t lane = 0;
@@ -66,7 +69,7 @@ std::vector<Family> numbered_families(Trace& t) {
   for (HostRange& r : t.ranges) {
     if (r.role != Role::user) continue;  // a range with a phase role (a wait, a copy) is not a step candidate
     auto [it, fresh] = mask_of.emplace(r.name, std::string());
-    if (fresh) it->second = masked(t.name(r.name));
+    if (fresh) it->second = masked_name(t.name(r.name));
     if (it->second.empty()) continue;
     Family& f = by_key[{r.thread, it->second}];
     f.lane = r.thread;

@@ -85,8 +85,16 @@ struct LaunchStats {
   double device_us_per_kernel = 0;  // mean duration of the step's kernels
 };
 
+// What a step's verdict rests on. A sampled recording (`record --sample`) has device records only inside
+// its windows: the other steps are judged from host records (their waits), and a step that did not wait
+// takes device-bound or launch-bound from the nearest window's step (carried, at lowered confidence).
+enum class StepBasis : std::uint8_t { device, host_records, carried };
+const char* step_basis_name(StepBasis b);  // "device records", "host records", "carried" (vocabulary.cpp)
+
 struct StepDiagnosis {
   std::int64_t step = -1;
+  StepBasis basis = StepBasis::device;
+  std::int64_t carried_from = -1;                  // the window step whose verdict this one carries
   bool warmup = false;
   double window_begin_ms = 0, window_end_ms = 0;   // relative to the trace origin
   double window_ms = 0, busy_ms = 0, stall_ms = 0;
@@ -130,6 +138,10 @@ struct Coverage {
   std::uint64_t absurd_events = 0, repeated_events = 0, duplicate_correlations = 0, unlinked_device = 0, zero_length_kernels = 0;
   bool device_links_doubtful = false;   // much device work links to no call: "the input keeps up" is not said
   bool interrupted = false;
+  // A sampled recording: its plan (SamplePlan::words), windows, and steps inside them / carried.
+  bool sampled = false;
+  std::string sample_plan;
+  std::size_t device_windows = 0, steps_in_windows = 0, steps_carried = 0;
   Confidence confidence = Confidence::high;
   std::vector<std::string> lowered_because;  // why confidence is lowered, one reason each
   std::vector<std::string> notes;

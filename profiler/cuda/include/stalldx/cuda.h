@@ -17,4 +17,11 @@ Status install(Session& session);
 // Adds the CUPTI collector alone: for a tool that takes NVTX ranges itself (the injection library).
 Status install_cupti(Session& session);
 
+// CUPTI's dynamic detach, after the session that ran CUPTI stopped: the next CUDA API call of any thread
+// finalizes CUPTI at its exit site (where CUPTI documents it is safe), and from then on the program's
+// CUDA calls pay nothing until a session starts again (which calls off a request not yet done).
+void detach_cupti();
+// Detaches finished so far in this process (requests honoured).
+long cupti_detaches();
+
 }  // namespace stalldx::cuda

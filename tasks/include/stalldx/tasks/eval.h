@@ -35,6 +35,8 @@ struct EvalOptions {
   // With `record`: each scenario also runs natively (NAME.native.json) and the recorded diagnosis is
   // compared with the native one step by step (EvalResult::agreements).
   bool against_native = false;
+  // With `record`: `stalldx record`'s own options for every scenario ("--sample 5/20"), split at spaces.
+  std::string record_args;
 };
 
 struct EvalResult {

@@ -25,6 +25,15 @@ struct RecordOptions {
   std::string inject_library;             // libstalldx_inject.so
   record::RoleMap roles = record::RoleMap::defaults();
   NamePattern step;                       // --step: names it is found in are steps (empty: none)
+  std::string roles_file;                 // --roles: the file `roles` came from (the injection reads it too under --sample)
+  // --sample: device records (CUPTI) only in windows of steps, detached between (record/sampling.h);
+  // the default records every step.
+  record::SamplePlan sample;
+  // --live: every live_s seconds while CMD runs, one line on `live` (and a JSON line appended to
+  // live_json): the last interval's time share by class and steps/s. 0: none.
+  double live_s = 0;
+  std::string live_json;
+  std::function<void(const std::string&)> live;
   bool keep_parts = false;                // leave the parts directory (its path is in the result)
   bool cuda = true;                       // false: NVTX ranges only, no CUPTI (CUDA_INJECTION64_PATH unset)
   record::OptionalCudaRecords optional;  // CUPTI driver API / synchronization records (both by default)
@@ -53,6 +62,7 @@ struct RecordResult {
   std::string recording_error;
   std::vector<std::int64_t> outlived;  // recorded processes still running when CMD ended (daemons)
   std::string disk_full;               // the parts folder's file system had (almost) no space left: what it had
+  int live_lines = 0;                  // live lines reported while CMD ran
   // CMD's exit status as a shell reports it: its code, 128 + signal when killed, 127 when not started.
   int exit_code() const;
 };

@@ -12,6 +12,7 @@
 
 #include "stalldx/name_pattern.h"
 #include "stalldx/record/role_map.h"
+#include "stalldx/record/sampling.h"
 #include "stalldx/record/step_inference.h"
 #include "stalldx/status.h"
 #include "stalldx/trace_model.h"
@@ -35,6 +36,10 @@ struct MergeReport {
   std::size_t non_utf8_bytes = 0;      // bytes of names and command lines that were not UTF-8 (replaced by U+FFFD)
   StepEvidence steps;                  // which rule found the steps (step_inference.h)
   bool merge_stopped = false;          // should_stop() ended the merge early: the trace is marked interrupted
+  // `record --sample`: the device windows kept in the trace, those whose records are gone (the window
+  // files' cap, or closed before CUDA started), and the plan they ran under.
+  std::size_t device_windows = 0, windows_without_records = 0;
+  SamplePlan sample_plan;
 };
 
 struct MergeOptions {
@@ -42,6 +47,10 @@ struct MergeOptions {
   std::int64_t end_ns = 0;         // when recording ended: the end given to ranges never closed
   // Asked before each part file; true stops the merge there, keeping (and marking) what was merged.
   std::function<bool()> should_stop;
+  // A live snapshot (record --live): ranges that ended before since_ns are skipped, and with host_only
+  // no CUPTI part is read (the windows are still marked).
+  std::int64_t since_ns = 0;
+  bool host_only = false;
 };
 
 Status merge_parts(const std::string& dir, const RoleMap& roles, const MergeOptions& options, Trace& out, MergeReport& report);

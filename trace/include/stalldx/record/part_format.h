@@ -9,6 +9,10 @@
 //                         tid); tab, newline and backslash in text escaped as \t \n and a doubled backslash
 //   <pid>.<tid>.ranges    PartHeader, then PartRange records (a sparse file: pages exist as written)
 //   <pid>.cuda.json       the process's CUPTI records as a stalldx trace (written at its exit)
+//   <pid>.cuda.w<N>.json  under --sample: window N's CUPTI records (written when the window closes;
+//                         the oldest but the first are removed beyond kMaxWindowFiles)
+//   <pid>.windows         under --sample: lines "attach|detach \t N \t ns \t step" at each window edge
+//                         (sampling.h); a window still open at exit ends with the recording
 #pragma once
 
 #include <cstdint>
@@ -22,6 +26,11 @@ inline constexpr std::uint64_t kPartMagic = 0x31746170786c6c73ull;  // "sllxpat1
 inline constexpr std::uint32_t kPartVersion = 3;
 inline constexpr std::uint32_t kPartRangeCapacity = 1u << 20;  // per thread; beyond it ranges are dropped and counted
 inline constexpr const char* kRecordDirEnv = "STALLDX_RECORD_DIR";
+// `record --step` and `--roles`, for the injection's live step marks under --sample (sampling.h).
+inline constexpr const char* kStepPatternEnv = "STALLDX_STEP";
+inline constexpr const char* kRolesFileEnv = "STALLDX_ROLES_FILE";
+// Window files a process keeps: the first and the newest kMaxWindowFiles - 1 (a long run's trace stays bounded).
+inline constexpr int kMaxWindowFiles = 64;
 // stalldx's own NVTX domain (the profiler's mirror, the Python hook): a range's category is its role + 1.
 inline constexpr const char* kStalldxDomain = "stalldx";
 // The name the Python hook gives one iteration of a loop over a DataLoader (from one __next__ to the

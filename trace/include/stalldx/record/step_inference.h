@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "stalldx/trace_model.h"
@@ -21,6 +22,9 @@ namespace stalldx::record {
 
 enum class StepRule : std::uint8_t { none, named, numbered_family, python_loop, cuda_period };
 inline constexpr int kMinFamily = 5;
+// "iter 12" -> "iter #": the name with each run of digits masked (the family it belongs to); empty when
+// it has no digit.
+std::string masked_name(std::string_view name);
 // Its stable name ("named", "numbered_family", "python_loop", "cuda_period", "none"): the trace's
 // metadata key steps_rule holds it, so `diagnose` of the file says the same.
 const char* step_rule_name(StepRule rule);

@@ -1,0 +1,65 @@
+#include "stalldx/diagnose/live.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "headline.h"
+#include "stalldx/record/sampling.h"
+
+namespace stalldx::diagnose {
+
+LiveLine live_line(const Trace& snapshot, std::int64_t since_ns, std::int64_t now_ns, std::int64_t started_ns) {
+  LiveLine l;
+  l.elapsed_s = static_cast<double>(now_ns - started_ns) / 1e9;
+  if (const auto w = record::device_windows(snapshot.meta)) l.device_windows = w->size();
+  Thresholds th;
+  th.warmup_steps = 0;
+  Report rep = diagnose(snapshot, th);
+  Report recent;
+  recent.coverage = rep.coverage;
+  const double since_ms = static_cast<double>(since_ns - snapshot.meta.origin_ns) / 1e6;
+  const double now_ms = static_cast<double>(now_ns - snapshot.meta.origin_ns) / 1e6;
+  for (std::size_t i = 0; i + 1 < rep.steps.size(); ++i) {  // the last step may still be running
+    const StepDiagnosis& s = rep.steps[i];
+    if (s.window_end_ms <= since_ms || s.window_end_ms > now_ms) continue;
+    recent.steps.push_back(s);
+  }
+  l.steps = static_cast<int>(recent.steps.size());
+  if (l.steps == 0) return l;
+  l.first_step = recent.steps.front().step;
+  l.last_step = recent.steps.back().step;
+  const double span_ms = recent.steps.back().window_end_ms - recent.steps.front().window_begin_ms;
+  l.steps_per_s = span_ms > 0 ? 1000.0 * l.steps / span_ms : 0;
+  l.headline = make_headline(recent, StartupSteps{});
+  return l;
+}
+
+std::string live_text(const LiveLine& l) {
+  const auto clock = fmt::format("{:02}:{:02}:{:02}", static_cast<long>(l.elapsed_s) / 3600, static_cast<long>(l.elapsed_s) / 60 % 60,
+                                 static_cast<long>(l.elapsed_s) % 60);
+  if (l.steps == 0) return fmt::format("stalldx live {}: no step ended since the last line", clock);
+  const Headline& h = l.headline;
+  return fmt::format("stalldx live {}: steps {}-{} ({:.1f}/s): input {:.0f} % (retrieval {:.0f} %, decoding {:.0f} %), submission {:.0f} %, "
+                     "unattributed {:.0f} %{}",
+                     clock, l.first_step, l.last_step, l.steps_per_s, 100 * h.input, 100 * h.retrieval, 100 * h.decoding, 100 * h.submission,
+                     100 * h.unattributed, l.device_windows > 0 ? fmt::format(" [device windows so far: {}]", l.device_windows) : "");
+}
+
+std::string live_json(const LiveLine& l) {
+  nlohmann::ordered_json j;
+  j["elapsed_s"] = l.elapsed_s;
+  j["steps"] = l.steps;
+  if (l.steps > 0) {
+    const Headline& h = l.headline;
+    j["first_step"] = l.first_step;
+    j["last_step"] = l.last_step;
+    j["steps_per_s"] = l.steps_per_s;
+    j["bound"] = bound_name(h.bound, false);
+    j["share"] = {{"input", h.input}, {"retrieval", h.retrieval}, {"decoding", h.decoding}, {"submission", h.submission},
+                  {"unattributed", h.unattributed}};
+  }
+  j["device_windows"] = l.device_windows;
+  return j.dump();
+}
+
+}  // namespace stalldx::diagnose

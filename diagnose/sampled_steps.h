@@ -1,0 +1,34 @@
+// Steps of a sampled recording (`record --sample`, stalldx/record/sampling.h): which steps lie inside a
+// device window, and the "carried from the nearest window" rule for the others.
+#pragma once
+
+#include <vector>
+
+#include "stalldx/diagnose/diagnosis.h"
+#include "stalldx/record/sampling.h"
+
+namespace stalldx::diagnose {
+
+class DeviceWindows {
+ public:
+  // Sampled when the trace names windows and has device records at all.
+  DeviceWindows(const Trace& t, bool device_records);
+  bool sampled() const { return sampled_; }
+  // Unsampled: every step. Sampled: a step that lies wholly inside one window.
+  bool covers(const HostRange& step) const;
+  std::size_t count() const { return windows_.size(); }
+  const std::string& plan_words() const { return plan_words_; }
+
+ private:
+  bool sampled_ = false;
+  std::vector<record::DeviceWindow> windows_;
+  std::string plan_words_;
+};
+
+// After every step is judged: a step judged from host records that did not wait (its verdict
+// device-bound by its waits alone) takes the verdict of the nearest steady window step that did not wait
+// either — device-bound or submission (launch rate) — with that step's busy and stall fractions scaled to
+// its own length. Notes the sampling in the coverage (lowered confidence, counts).
+void carry_from_windows(const DeviceWindows& windows, Report& rep);
+
+}  // namespace stalldx::diagnose

@@ -1,0 +1,216 @@
+// `record --sample`: the plan and the window scheduler (pure), the windows a program marks live with no
+// device (NVTX steps only), the "carried from the nearest window" rule on a synthetic trace, and the
+// live lines.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "recorded.h"
+#include "stalldx/diagnose/diagnosis.h"
+#include "stalldx/diagnose/live.h"
+#include "stalldx/record/merge.h"
+#include "stalldx/record/sampling.h"
+#include "stalldx/trace_io.h"
+
+namespace stalldx::record {
+namespace {
+
+TEST(SamplePlan, ParsesTheFormsAndRefusesWhatIsNotOne) {
+  SamplePlan p;
+  std::string error;
+  ASSERT_TRUE(SamplePlan::parse("5/100", p, error)) << error;
+  EXPECT_EQ(p.window, 5);
+  EXPECT_EQ(p.period, 100);
+  EXPECT_EQ(p.full, 0);
+  ASSERT_TRUE(SamplePlan::parse("auto", p, error));
+  EXPECT_EQ(p.text(), kAutoPlan);
+  EXPECT_EQ(p.words(), "every step for the first 50, then 5 steps in every 100");
+  ASSERT_TRUE(SamplePlan::parse("full", p, error));
+  EXPECT_FALSE(p.samples());
+  for (const char* bad : {"", "5", "0/10", "11/10", "a/b", "5/100+", "5/100+-1", "5/100x"}) {
+    EXPECT_FALSE(SamplePlan::parse(bad, p, error)) << bad;
+    EXPECT_NE(error.find("--sample"), std::string::npos) << error;
+  }
+}
+
+TEST(WindowScheduler, AttachesAndDetachesAtTheStepsThePlanNames) {
+  SamplePlan p;
+  std::string error;
+  ASSERT_TRUE(SamplePlan::parse("2/5+3", p, error));
+  WindowScheduler w(p);
+  EXPECT_TRUE(w.recording()) << "full steps first: on from the start";
+  std::string edges;
+  for (std::int64_t i = 0; i < 20; ++i) {
+    const WindowAction a = w.on_boundary(i);
+    if (a == WindowAction::attach) edges += fmt::format("+{} ", i);
+    if (a == WindowAction::detach) edges += fmt::format("-{} ", i);
+  }
+  // Steps 0-2 full, then (i - 3) % 5 < 2: 3,4 on; 5,6,7 off; 8,9 on; ...
+  EXPECT_EQ(edges, "-5 +8 -10 +13 -15 +18 ");
+  WindowScheduler none(SamplePlan{0, 1, 10});
+  EXPECT_FALSE(none.recording()) << "no full steps: off until the first window";
+  EXPECT_EQ(none.on_boundary(0), WindowAction::attach);
+  EXPECT_EQ(none.on_boundary(1), WindowAction::detach);
+  EXPECT_EQ(none.on_boundary(10), WindowAction::attach);
+}
+
+TEST(WindowMarks, PairsEdgesClosesTheOpenOneAndSkipsCutLines) {
+  const std::string text =
+      "plan\t2/5+3\n"
+      "attach\t0\t1000\t-1\n"
+      "detach\t0\t5000\t4\n"
+      "garbage line\n"
+      "attach\t1\t8000\t7\n"
+      "detach\t1\t9000\t9\n"
+      "attach\t2\t12000\t12\n"
+      "detach\t2\t130";  // cut by a kill
+  const WindowMarks m = parse_window_marks(text, 42, 20000);
+  ASSERT_TRUE(m.plan);
+  EXPECT_EQ(m.plan->text(), "2/5+3");
+  ASSERT_EQ(m.windows.size(), 3u);
+  EXPECT_EQ(m.windows[0].second, (DeviceWindow{1000, 5000, 42}));
+  EXPECT_EQ(m.windows[2].second, (DeviceWindow{12000, 20000, 42})) << "still open: ends with the recording";
+  TraceMeta meta;
+  std::vector<DeviceWindow> ws;
+  for (const auto& [n, w] : m.windows) ws.push_back(w);
+  set_device_windows(meta, *m.plan, ws);
+  std::size_t bad = 0;
+  const auto back = device_windows(meta, &bad);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(*back, ws);
+  EXPECT_EQ(bad, 0u);
+  meta.config[kWindowsKey] = "1:5-3,x,2:7-9";
+  EXPECT_EQ(device_windows(meta, &bad)->size(), 1u);
+  EXPECT_EQ(bad, 2u);
+  EXPECT_FALSE(device_windows(TraceMeta{})) << "no key: not sampled";
+}
+
+// A trace of 10 steps whose device records exist only in steps 0-2 and 6-7 (the windows). Steps 3-5 and
+// 8-9 have none: step 4 waited on its input (judged from host records: retrieval), the others did not
+// wait and carry the verdict of the nearest window step.
+Trace sampled_trace(bool launch_bound_windows) {
+  Trace t;
+  t.meta.host = t.meta.nvtx = t.meta.cupti = true;
+  t.threads = {{0, 10, "main"}};
+  const auto step = t.intern("step"), wait = t.intern("wait_batch"), launch = t.intern("cudaLaunchKernel"), k = t.intern("kernel");
+  const std::int64_t ms = 1'000'000;
+  std::uint32_t corr = 1;
+  for (int s = 0; s < 10; ++s) {
+    const std::int64_t b = 1'000 * ms + s * 10 * ms;
+    t.ranges.push_back({b, b + 10 * ms, 0, step, Role::step});
+    if (s == 4) t.ranges.push_back({b, b + 8 * ms, 0, wait, Role::wait_batch});
+    const bool in_window = s <= 2 || s == 6 || s == 7;
+    if (!in_window) continue;
+    // Device-bound: one long kernel queued at the step's start. Launch-bound: kernels with idle gaps
+    // between the launches (the host sets the pace).
+    const int kernels = launch_bound_windows ? 200 : 1;
+    for (int i = 0; i < kernels; ++i) {
+      const std::int64_t at = b + i * (launch_bound_windows ? 45'000 : 0);
+      t.calls.push_back({at, at + 5'000, 0, launch, corr});
+      DeviceActivity a;
+      a.kind = ActivityKind::kernel;
+      a.name = k;
+      a.correlation = corr++;
+      a.begin_ns = at + 10'000;
+      a.end_ns = launch_bound_windows ? a.begin_ns + 20'000 : b + 10 * ms;
+      t.activities.push_back(a);
+    }
+  }
+  set_device_windows(t.meta, SamplePlan{0, 3, 6},
+                     {{1'000 * ms - ms, 1'030 * ms + ms / 2, 1}, {1'060 * ms - ms / 2, 1'080 * ms + ms / 2, 1}});
+  assign_steps(t);
+  t.meta.origin_ns = 1'000 * ms - ms;
+  return t;
+}
+
+TEST(SampledDiagnosis, StepsOutsideWindowsAreJudgedFromHostRecordsOrCarryTheNearestWindow) {
+  for (const bool launch_bound : {false, true}) {
+    const Trace t = sampled_trace(launch_bound);
+    diagnose::Thresholds th;
+    th.warmup_steps = 0;
+    const diagnose::Report rep = diagnose::diagnose(t, th);
+    ASSERT_EQ(rep.steps.size(), 10u);
+    const diagnose::Verdict window_verdict = launch_bound ? diagnose::Verdict::submission : diagnose::Verdict::device_bound;
+    for (int s : {0, 1, 2, 6, 7}) {
+      EXPECT_EQ(rep.steps[s].basis, diagnose::StepBasis::device) << s;
+      EXPECT_EQ(rep.steps[s].verdict, window_verdict) << s << " " << rep.steps[s].evidence;
+    }
+    EXPECT_EQ(rep.steps[4].basis, diagnose::StepBasis::host_records);
+    EXPECT_EQ(rep.steps[4].verdict, diagnose::Verdict::input) << "a wait with no producers recorded: "
+                                                                     << rep.steps[4].evidence;
+    for (auto [s, from] : {std::pair{3, 2}, {5, 6}, {8, 7}, {9, 7}}) {
+      EXPECT_EQ(rep.steps[s].basis, diagnose::StepBasis::carried) << s;
+      EXPECT_EQ(rep.steps[s].carried_from, from) << s;
+      EXPECT_EQ(rep.steps[s].verdict, window_verdict) << s;
+    }
+    EXPECT_TRUE(rep.coverage.sampled);
+    EXPECT_EQ(rep.coverage.steps_in_windows, 5u);
+    EXPECT_EQ(rep.coverage.steps_carried, 4u);
+    EXPECT_EQ(rep.coverage.confidence, diagnose::Confidence::lowered);
+    EXPECT_NE(diagnose::report_text(rep).find("[carried] "), std::string::npos);
+    const auto j = nlohmann::json::parse(diagnose::report_json(rep));
+    EXPECT_EQ(j["steps"][3]["basis"], "carried");
+    EXPECT_EQ(j["coverage"]["sampling"]["steps_carried"], 4);
+  }
+}
+
+#ifdef NVTX_LOOP
+// nvtx_loop marks 20 "step" ranges; under --sample 2/5+3 the scheduler (in the injection library, no
+// device) opens windows at steps 0 (the start), 8, 13 and 18 and closes them at 5, 10, 15 and the end.
+TEST(RecordSample, AProgramWithNoDeviceMarksItsWindowsAtItsSteps) {
+  const Recorded r = record("--steps 20 --workers 1 --read-ms 2 --decode-ms 0 --step-ms 1", "--sample 2/5+3 --live 0");
+  ASSERT_EQ(r.rc, 0) << r.log;
+  Trace t;
+  ASSERT_TRUE(read_trace_file(r.trace_path, t).is_ok()) << r.log;
+  EXPECT_EQ(t.meta.config[kSamplePlanKey], "2/5+3");
+  const auto windows = device_windows(t.meta);
+  ASSERT_TRUE(windows);
+  std::vector<DeviceWindow> main;
+  std::int64_t main_pid = 0;
+  for (const ThreadInfo& th : t.threads)
+    if (th.os_tid == th.pid && th.name != "cuda-thread") main_pid = main_pid ? main_pid : th.pid;
+  std::map<std::int64_t, const HostRange*> steps;
+  for (const HostRange& h : t.ranges)
+    if (h.role == Role::step) steps[h.step] = &h;
+  ASSERT_EQ(steps.size(), 20u);
+  for (const DeviceWindow& w : *windows)
+    if (w.pid == t.threads[steps.begin()->second->thread].pid) main.push_back(w);
+  ASSERT_EQ(main.size(), 4u) << t.meta.config[kWindowsKey];
+  const auto inside = [&](std::int64_t s) {
+    for (const DeviceWindow& w : main)
+      if (steps[s]->begin_ns >= w.begin_ns && steps[s]->end_ns <= w.end_ns) return true;
+    return false;
+  };
+  const SamplePlan plan{3, 2, 5};
+  for (std::int64_t s = 0; s < 20; ++s) EXPECT_EQ(inside(s), plan.records(s)) << "step " << s;
+  EXPECT_NE(r.log.find("device records sampled: every step for the first 3, then 2 steps in every 5; 4 windows in the trace"), std::string::npos) << r.log;
+}
+
+// Live lines: a loop whose steps wait on slow reads prints lines whose input share is most of the time.
+// The program runs at least 40 x 15 ms of sleeping reads: longer than three intervals of 0.15 s.
+TEST(RecordSample, LiveLinesReportTheInputShareWhileTheProgramRuns) {
+  const std::string dir = stalldx::testing::temp_dir("live");
+  const Recorded r = record("--steps 40 --workers 2 --read-ms 15 --decode-ms 0 --step-ms 1",
+                            fmt::format("--live 0.15 --live-json {}/live.jsonl", dir));
+  ASSERT_EQ(r.rc, 0) << r.log;
+  EXPECT_NE(r.log.find("stalldx live 00:00:0"), std::string::npos) << r.log;
+  std::ifstream in(dir + "/live.jsonl");
+  std::string line;
+  int lines = 0, with_steps = 0;
+  while (std::getline(in, line)) {
+    ++lines;
+    const auto j = nlohmann::json::parse(line);
+    if (j["steps"].get<int>() == 0) continue;
+    ++with_steps;
+    EXPECT_GT(j["share"]["input"].get<double>(), 0.5) << line;
+    EXPECT_GT(j["steps_per_s"].get<double>(), 0) << line;
+  }
+  EXPECT_GE(lines, 1) << r.log;
+  EXPECT_GE(with_steps, 1) << r.log;
+}
+#endif
+
+}  // namespace
+}  // namespace stalldx::record

@@ -1,0 +1,85 @@
+// Device recording in windows (`stalldx record --sample`): CUPTI attached for K steps in every N, detached
+// between, so a program pays CUPTI's per-call cost only inside windows. The plan and the scheduler are
+// pure (no CUDA): the injection library feeds them the step boundaries it sees live; the merger and the
+// diagnosis read back where the windows were. This header is the format's one definition.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stalldx/trace_model.h"
+
+namespace stalldx::record {
+
+// Which steps get device records: the first `full` steps (start-up, where verdicts change fastest),
+// then `window` steps in every `period`. window == period: every step (full recording).
+struct SamplePlan {
+  std::int64_t full = 0;
+  std::int64_t window = 1, period = 1;
+
+  // "K/N" (K steps in every N), "K/N+F" (after F full steps), "full", or "auto" (kAutoPlan).
+  // False with a message naming what is wrong.
+  static bool parse(std::string_view text, SamplePlan& out, std::string& error);
+  std::string text() const;   // the parse() form: "5/100+50"
+  std::string words() const;  // for people: "every step for the first 50 steps, then 5 steps in every 100"
+  bool samples() const { return window < period; }
+  // Whether the step that begins at boundary `index` (0 = the first step) is recorded. Before the first
+  // boundary (index < 0: the program's start-up) device recording is on when the plan starts full.
+  bool records(std::int64_t index) const;
+  bool operator==(const SamplePlan&) const = default;
+};
+// The default for long runs (`--sample` with no value): every step of the first 50, then 5 in every 100.
+inline constexpr std::string_view kAutoPlan = "5/100+50";
+// How `record` passes the plan to the injection library (its parse() form); unset: full recording.
+inline constexpr const char* kSampleEnv = "STALLDX_SAMPLE";
+// Where the program marks no steps live (no step ranges, no Python loop): windows by time, one tick a
+// second — K seconds in every N after F seconds.
+inline constexpr std::int64_t kTickNs = 1'000'000'000;
+
+enum class WindowAction : std::uint8_t { none, attach, detach };
+
+// One process's window state: on_boundary() says what to do at each boundary. Not thread-safe (its
+// owner serializes boundaries).
+class WindowScheduler {
+ public:
+  explicit WindowScheduler(SamplePlan plan) : plan_(plan), on_(plan.records(-1)) {}
+  bool recording() const { return on_; }
+  WindowAction on_boundary(std::int64_t index);
+  const SamplePlan& plan() const { return plan_; }
+
+ private:
+  SamplePlan plan_;
+  bool on_;
+};
+
+// A span of CLOCK_MONOTONIC time in which a process had device recording on.
+struct DeviceWindow {
+  std::int64_t begin_ns = 0, end_ns = 0;
+  std::int64_t pid = 0;
+  bool operator==(const DeviceWindow&) const = default;
+};
+
+// One process's <pid>.windows file (part_format.h): its windows by number, an unclosed one ending at
+// `end_ns`, and the plan it ran under. Lines cut by a kill or not understood are skipped.
+struct WindowMarks {
+  std::vector<std::pair<std::int64_t, DeviceWindow>> windows;  // (window number, span), in file order
+  std::optional<SamplePlan> plan;
+  bool stepped = false;  // an edge was placed by a step (not only the start): the process marks steps
+};
+WindowMarks parse_window_marks(std::string_view text, std::int64_t pid, std::int64_t end_ns);
+// The plan's line, written first: "plan \t <SamplePlan::text()>".
+std::string plan_mark(const SamplePlan& plan);
+
+// The trace metadata keys (meta.config) that carry the plan and the windows of a sampled recording;
+// absent: device records cover the whole recording.
+inline constexpr const char* kSamplePlanKey = "device_sampling";
+inline constexpr const char* kWindowsKey = "device_windows";
+void set_device_windows(TraceMeta& meta, const SamplePlan& plan, const std::vector<DeviceWindow>& windows);
+// The windows of a sampled trace, sorted by begin; nullopt when the trace was not sampled (every step
+// had device records). Malformed entries are skipped and counted in `bad`.
+std::optional<std::vector<DeviceWindow>> device_windows(const TraceMeta& meta, std::size_t* bad = nullptr);
+
+}  // namespace stalldx::record
