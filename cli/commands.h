@@ -27,6 +27,7 @@ Action add_sweep_command(CLI::App& app);
 Action add_eval_command(CLI::App& app);
 Action add_tune_command(CLI::App& app);
 Action add_record_command(CLI::App& app);
+Action add_capture_command(CLI::App& app);
 
 // The diagnosis thresholds as options (diagnose, record).
 void add_threshold_options(CLI::App& sub, diagnose::Thresholds& th);

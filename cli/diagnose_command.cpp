@@ -8,6 +8,7 @@
 #include "stalldx/diagnose/diagnosis.h"
 #include "stalldx/diagnose/evaluation.h"
 #include "stalldx/diagnose/ranks.h"
+#include "stalldx/rank_paths.h"
 #include "stalldx/diagnose/whatif.h"
 #include "stalldx/output_file.h"
 #include "stalldx/record/kineto.h"
@@ -123,6 +124,7 @@ Action add_diagnose_command(CLI::App& app) {
       OutputCheck check{path == &a->svg ? "SVG" : "HTML report"};
       if (Status st = check_output_path(*path, check); !st.is_ok()) return fail_input("diagnose", st);
     }
+    if (Status st = expand_trace_folders(a->traces); !st.is_ok()) return fail_input("diagnose", st);
     if (!a->trimmed_dir.empty())  // every target checked before the first trace is read
       for (const std::string& f : a->traces) {
         std::string out;

@@ -71,6 +71,7 @@ int main(int argc, char** argv) {
   const stalldx::cli::Action sweep = stalldx::cli::add_sweep_command(app);
   const stalldx::cli::Action tune = stalldx::cli::add_tune_command(app);
   const stalldx::cli::Action record = stalldx::cli::add_record_command(app);
+  const stalldx::cli::Action capture = stalldx::cli::add_capture_command(app);
 
   for (CLI::App* sub : app.get_subcommands({})) sub->fallthrough();
   if (const std::string config = stalldx::cli::config_argument(argc, argv); !config.empty())
@@ -95,6 +96,7 @@ int main(int argc, char** argv) {
     if (name == "sweep") return sweep();
     if (name == "tune") return tune();
     if (name == "record") return record();
+    if (name == "capture") return capture();
   }
   return 2;
 }

@@ -19,9 +19,27 @@ struct RecordArgs {
   std::string roles, step, svg, html, merge, sample;
   CLI::Option* sample_opt = nullptr;
   CLI::Option* live_opt = nullptr;
-  bool json = false, no_summaries = false, no_python_hook = false;
+  bool json = false, no_summaries = false, no_python_hook = false, on_demand = false;
   diagnose::Thresholds th;
 };
+// CMD launched ranks: each rank's trace and its own verdicts, then the cross-rank report (as `stalldx
+// diagnose X.rank*.json` prints it).
+int print_ranks(const tasks::RecordResult& r, const RecordArgs& a) {
+  for (const std::string& p : r.rank_traces) note("  rank trace: {}\n", p);
+  std::string out;
+  if (a.json) {
+    out = diagnose::cross_rank_json(*r.ranks, r.ranks_standin) + "\n";
+  } else {
+    for (const std::string& l : r.rank_lines) out += l;
+    out += diagnose::cross_rank_text(*r.ranks, r.ranks_standin);
+  }
+  if (!print_checked("record", out)) return r.exit_code() != 0 ? r.exit_code() : 1;
+  if (!a.svg.empty())
+    if (Status st = write_file_atomic(a.svg, diagnose::cross_rank_svg(*r.ranks, r.ranks_standin)); !st.is_ok()) fail("record", st);
+  if (!a.html.empty())
+    if (Status st = write_file_atomic(a.html, diagnose::cross_rank_html(*r.ranks, r.rank_lines, r.ranks_standin)); !st.is_ok()) fail("record", st);
+  return r.exit_code();
+}
 }  // namespace
 
 Action add_record_command(CLI::App& app) {
@@ -47,6 +65,8 @@ Action add_record_command(CLI::App& app) {
                                 "every this many seconds while the command runs, print one line: the time share by class and steps/s "
                                 "(default 30 with --sample or --live-json, else off; 0: off)")
                     ->check(CLI::Range(0.0, 86400.0));
+  sub->add_flag("--on-demand", a->on_demand,
+                "no device records until asked: `stalldx capture PID --steps K` records the next K steps (NVTX ranges throughout)");
   sub->add_option("--live-json", a->options.live_json, "append each live line to this file as JSON (one object a line)");
   sub->add_flag("--no-python-hook", a->no_python_hook,
                 "do not load the PyTorch hook into Python programs (it marks DataLoader waits, loader work and loop iterations)");
@@ -78,6 +98,8 @@ Action add_record_command(CLI::App& app) {
     if (!a->step.empty())
       if (Status st = NamePattern::compile(a->step, "--step", a->options.step); !st.is_ok()) return fail_input("record", st);
     a->options.roles_file = a->roles;
+    if (a->on_demand && a->sample_opt->count() > 0) return fail_input("record", Status::invalid("--on-demand and --sample: choose one"));
+    if (a->on_demand) a->options.sample.on_demand = true;
     if (a->sample_opt->count() > 0) {
       std::string error;
       if (!record::SamplePlan::parse(a->sample.empty() ? "auto" : a->sample, a->options.sample, error))
@@ -93,6 +115,7 @@ Action add_record_command(CLI::App& app) {
     a->options.inject_library = tasks::find_inject_library("");
     if (!a->no_python_hook) a->options.python_hook_dir = tasks::find_python_hook("");
     a->options.notice = [](const std::string& line) { note("stalldx record: {}\n", line); };
+    a->options.thresholds = a->th;
     tasks::RecordResult r;
     const Status st = a->merge.empty() ? tasks::run_record(a->options, r, &stop_flag()) : tasks::merge_record(a->merge, a->options, r, &stop_flag());
     if (!st.is_ok()) return fail("record", st);
@@ -101,6 +124,7 @@ Action add_record_command(CLI::App& app) {
     if (!r.recording_error.empty()) return tasks::record_exit_code(r);
     if (a->options.keep_parts) note("  parts kept in {}\n", r.parts_dir);
     note("  trace: {}\n", r.trace_path);
+    if (r.ranks) return print_ranks(r, *a);
     const diagnose::Report rep = diagnose::diagnose(r.trace, a->th);
     const std::string out = a->json ? diagnose::report_json(rep) + "\n" : diagnose::report_text(rep, !a->no_summaries);
     if (!print_checked("record", out)) return r.exit_code() != 0 ? r.exit_code() : 1;

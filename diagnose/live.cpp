@@ -8,7 +8,7 @@
 
 namespace stalldx::diagnose {
 
-LiveLine live_line(const Trace& snapshot, std::int64_t since_ns, std::int64_t now_ns, std::int64_t started_ns) {
+LiveLine live_line(const Trace& snapshot, std::int64_t since_ns, std::int64_t now_ns, std::int64_t started_ns, std::int64_t first_step) {
   LiveLine l;
   l.elapsed_s = static_cast<double>(now_ns - started_ns) / 1e9;
   if (const auto w = record::device_windows(snapshot.meta)) l.device_windows = w->size();
@@ -19,15 +19,12 @@ LiveLine live_line(const Trace& snapshot, std::int64_t since_ns, std::int64_t no
   recent.coverage = rep.coverage;
   const double since_ms = static_cast<double>(since_ns - snapshot.meta.origin_ns) / 1e6;
   const double now_ms = static_cast<double>(now_ns - snapshot.meta.origin_ns) / 1e6;
-  for (std::size_t i = 0; i + 1 < rep.steps.size(); ++i) {  // the last step may still be running
-    const StepDiagnosis& s = rep.steps[i];
-    if (s.window_end_ms <= since_ms || s.window_end_ms > now_ms) continue;
-    recent.steps.push_back(s);
-  }
+  for (const StepDiagnosis& s : rep.steps)  // a step still open ends at now: the next line has it
+    if (s.window_end_ms > since_ms && s.window_end_ms < now_ms) recent.steps.push_back(s);
   l.steps = static_cast<int>(recent.steps.size());
   if (l.steps == 0) return l;
-  l.first_step = recent.steps.front().step;
-  l.last_step = recent.steps.back().step;
+  l.first_step = first_step;
+  l.last_step = first_step + l.steps - 1;
   const double span_ms = recent.steps.back().window_end_ms - recent.steps.front().window_begin_ms;
   l.steps_per_s = span_ms > 0 ? 1000.0 * l.steps / span_ms : 0;
   l.headline = make_headline(recent, StartupSteps{});

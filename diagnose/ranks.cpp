@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <optional>
 
+#include "rank_clocks.h"
 #include "stalldx/launched_within.h"
 #include "stalldx/rank_facts.h"
 
@@ -20,6 +22,21 @@ bool meta_number(const Trace& t, const char* key, T& out) {
   if (it == t.meta.config.end()) return false;
   const std::string& v = it->second;
   return std::from_chars(v.data(), v.data() + v.size(), out).ec == std::errc{};
+}
+}  // namespace
+
+namespace {
+// A rank with no device records (a CPU job, `record --no-cuda`): what its step waited on, when one class
+// of its waits is most of a stall above the threshold — so the straggler is named with its cause.
+std::optional<Verdict> host_only_class(const StepDiagnosis& sd, const Thresholds& th) {
+  if (sd.verdict != Verdict::no_device_records) return std::nullopt;
+  const double limit = std::max(th.device_bound_ms, th.device_bound_fraction * sd.window_ms);
+  if (sd.stall_ms <= limit) return std::nullopt;
+  double unsplit = 0;  // waits on a loader whose work left no records (torch.profiler: workers are other processes)
+  for (const CauseShare& c : sd.causes) unsplit += c.cause == Cause::input_unsplit ? c.ms : 0;
+  if (unsplit >= th.dominant_share * sd.stall_ms) return Verdict::input;
+  if (sd.top == StallClass::unattributed || sd.class_ms[static_cast<int>(sd.top)] < th.dominant_share * sd.stall_ms) return std::nullopt;
+  return static_cast<Verdict>(sd.top);
 }
 }  // namespace
 
@@ -43,6 +60,7 @@ Status rank_steps(const Trace& t, const std::string& file, const Thresholds& th,
   if (auto h = t.meta.config.find(rank_facts::kHost); h != t.meta.config.end()) out.host = h->second;
   meta_number(t, rank_facts::kClockOffsetNs, offset);
   meta_number(t, rank_facts::kClockUncertaintyNs, out.clock_uncertainty_ns);
+  meta_number(t, rank_facts::kBaseTimeNs, out.base_time_ns);
   meta_number(t, rank_facts::kStuckInCollectiveStep, out.stuck_step);
   meta_number(t, rank_facts::kStoppedByRank, out.stopped_by_rank);
   out.interrupted = t.meta.interrupted;
@@ -82,8 +100,9 @@ Status rank_steps(const Trace& t, const std::string& file, const Thresholds& th,
     s.step = sd.step;
     s.warmup = sd.warmup;
     s.window_ms = sd.window_ms;
-    s.verdict = sd.verdict;
+    s.verdict = host_only_class(sd, th).value_or(sd.verdict);
     s.evidence = sd.evidence;
+    if (auto it = leave.find(sd.step); it != leave.end()) s.leave_ns = it->second + offset;
     if (auto it = arrive.find(sd.step); it != arrive.end()) {
       s.arrive_ns = it->second + offset;
       if (auto prev = leave.find(sd.step - 1); prev != leave.end() && it->second >= prev->second) s.own_ns = it->second - prev->second;
@@ -107,7 +126,11 @@ Status CrossRankAccumulator::add(const RankSteps& r) {
     if (seen.rank == r.rank) return Status::invalid(fmt::format("{} is rank {} again (one trace per rank)", r.file, r.rank));
   ranks_.push_back({r.rank, r.interrupted, r.steps.empty() ? -1 : r.steps.back().step, r.stopped_by_rank});
   worst_uncertainty_ns_ = std::max(worst_uncertainty_ns_, r.clock_uncertainty_ns);
-  for (const RankSteps::Step& s : r.steps) {
+  if (!clocks_) clocks_ = std::make_shared<RankClocks>();
+  const ClockEstimate clock = clocks_->align(r);
+  const std::int64_t shift = clock.applied ? clock.shift_ns : 0;
+  for (RankSteps::Step s : r.steps) {
+    if (s.arrive_ns >= 0) s.arrive_ns += shift;
     if (s.step < 0) continue;
     if (static_cast<std::size_t>(s.step) >= steps_.size()) steps_.resize(static_cast<std::size_t>(s.step) + 1);
     StepState& st = steps_[static_cast<std::size_t>(s.step)];
@@ -149,6 +172,7 @@ CrossRankReport CrossRankAccumulator::finish() const {
       out.missing.push_back(r);
     }
   }
+  if (clocks_) out.notes.insert(out.notes.end(), clocks_->notes().begin(), clocks_->notes().end());
   if (!out.missing.empty()) {
     std::string m;
     for (std::size_t i = 0; i < out.missing.size() && i < 16; ++i) m += (m.empty() ? "" : ",") + std::to_string(out.missing[i]);

@@ -62,6 +62,7 @@ Status run_child(const std::vector<std::string>& argv, const ChildOptions& optio
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) return Status::unavailable(fmt::format("cannot start '{}': {}", argv[0], std::strerror(rc)));
+  if (options.on_start) options.on_start(pid);
   return wait_child(pid, own_group, options, result, stop);
 }
 

@@ -64,7 +64,8 @@ void LiveMonitor::one_line(std::int64_t since_ns, std::int64_t now_ns) {
   Trace snapshot;
   record::MergeReport rep;
   if (!record::merge_parts(dir_, o_.roles, mo, snapshot, rep).is_ok()) return;
-  const diagnose::LiveLine line = diagnose::live_line(snapshot, since_ns, now_ns, started_ns_);
+  const diagnose::LiveLine line = diagnose::live_line(snapshot, since_ns, now_ns, started_ns_, next_step_);
+  next_step_ += line.steps;
   if (o_.live) o_.live(diagnose::live_text(line));
   if (json_ != nullptr) {
     const std::string j = diagnose::live_json(line) + "\n";

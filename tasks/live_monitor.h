@@ -37,6 +37,7 @@ class LiveMonitor {
   std::condition_variable wake_;
   bool stopping_ = false;
   int lines_ = 0;
+  std::int64_t next_step_ = 0;  // steps reported so far: the next line's first step
   std::thread thread_;
 };
 

@@ -14,6 +14,8 @@
 #include <filesystem>
 
 #include "live_monitor.h"
+#include "record_ranks.h"
+#include "stalldx/rank_facts.h"
 #include "stalldx/output_claim.h"
 #include "stalldx/rank_paths.h"
 #include "stalldx/record/part_format.h"
@@ -155,11 +157,14 @@ void finish(const RecordOptions& o, RecordResult& r, const StopFlag* stop, std::
   if (const std::optional<LauncherRank> rank = o.name_by_rank ? launcher_rank() : std::nullopt) {
     r.trace.meta.config["rank"] = std::to_string(rank->rank);
     r.trace.meta.config["world_size"] = std::to_string(rank->size);
+    r.trace.meta.config[rank_facts::kRunId] = rank->job.empty() ? "unknown (the launcher names no job)" : rank->job;
+    r.trace.meta.config[rank_facts::kHost] = host_name();
   }
   if (Status w = write_trace_file(r.trace, r.trace_path); !w.is_ok()) {
     r.recording_error = fmt::format("writing {}: {}", r.trace_path, w.message());
     return;
   }
+  if (!r.merge.merge_stopped && !(o.name_by_rank && launcher_rank())) split_ranks(o, mo, r);
   // The parts go once merged whole and written; an interrupted merge keeps them for `record --merge`.
   if (!o.keep_parts && !r.merge.merge_stopped) {
     std::error_code ec;
@@ -199,6 +204,10 @@ Status run_record(const RecordOptions& o, RecordResult& r, const StopFlag* stop)
   }
   co.notice = o.notice;
   co.kill_after_s = o.kill_after_s;
+  if (o.sample.on_demand && o.notice)
+    co.on_start = [&o](std::int64_t pid) {
+      o.notice(fmt::format("device records on demand: stalldx capture {} --steps K records the next K steps", pid));
+    };
   LiveMonitor live(o, r.parts_dir);
   const Status st = run_child(o.command, co, r.child, stop);
   live.stop();
@@ -250,7 +259,8 @@ std::string record_summary_text(const RecordResult& r) {
   }
   s += fmt::format("stalldx record: {} process{} seen, {} ranges\n", m.processes.size(), m.processes.size() == 1 ? "" : "es", m.ranges);
   for (const record::RecordedProcess& p : m.processes)
-    s += fmt::format("  pid {} (parent {}): {} thread{}, {} ranges{}{} — {}\n", p.pid, p.ppid, p.threads, p.threads == 1 ? "" : "s", p.ranges,
+    s += fmt::format("  pid {} (parent {}){}: {} thread{}, {} ranges{}{} — {}\n", p.pid, p.ppid,
+                     p.rank >= 0 ? fmt::format(", rank {} of {}", p.rank, p.world_size) : "", p.threads, p.threads == 1 ? "" : "s", p.ranges,
                      p.cuda_records ? ", CUDA records" : p.used_cuda ? ", CUDA used, records lost" : "",
                      p.python_hook.empty() ? "" : fmt::format(", Python hook: {}", p.python_hook), p.command);
   if (m.unclosed) s += fmt::format("  {} ranges never closed (ended at the end of the recording)\n", m.unclosed);

@@ -77,8 +77,15 @@ class CuptiCollector {
       cuptiGetResultString(r, &msg);
       return Status::unavailable(fmt::format("CUPTI {} failed: {}", what, msg ? msg : "?"));
     };
-    if (Status st = check(cuptiActivityRegisterTimestampCallback(&host_clock), "timestamp callback"); !st.is_ok()) return st;
-    if (Status st = check(cuptiActivityRegisterCallbacks(&on_request, &on_complete), "buffer callbacks"); !st.is_ok()) return st;
+    // Any failure from here stops the converter again: a later start (the next window) starts afresh.
+    if (Status st = check(cuptiActivityRegisterTimestampCallback(&host_clock), "timestamp callback"); !st.is_ok()) {
+      queue_.stop();
+      return st;
+    }
+    if (Status st = check(cuptiActivityRegisterCallbacks(&on_request, &on_complete), "buffer callbacks"); !st.is_ok()) {
+      queue_.stop();
+      return st;
+    }
     std::vector<CUpti_ActivityKind> kinds = {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_RUNTIME,
                                              CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,   CUPTI_ACTIVITY_KIND_MEMCPY,
                                              CUPTI_ACTIVITY_KIND_MEMSET,              CUPTI_ACTIVITY_KIND_OVERHEAD};
@@ -152,9 +159,12 @@ class CuptiCollector {
     reset_locked();
   }
 
+  // Never destroyed: CUPTI may call back during exit, and a collector first used after an atexit
+  // handler was registered (a sampled recording's first window) would otherwise be destroyed before
+  // that handler stops it — its converter thread still running (std::terminate).
   static CuptiCollector& instance() {
-    static CuptiCollector c;
-    return c;
+    static CuptiCollector* c = new CuptiCollector;
+    return *c;
   }
 
   static void push_step(std::int64_t step) noexcept {

@@ -7,6 +7,7 @@
 // mappings stay the parent's; the child never writes through them).
 #include "part_writer.h"
 #include "step_marks.h"
+#include "stalldx/rank_paths.h"
 #include "stalldx/thread_clock.h"
 
 #include <fcntl.h>
@@ -143,6 +144,10 @@ void open_process_locked(ProcessState& s) {
     (void)!::write(proc_fd, line.data(), line.size());
     ::close(proc_fd);
   }
+  // Started by a launcher as one rank of several (mpirun, srun, torchrun): its rank, the world's size
+  // and the job, so `record -- mpirun ...` writes one trace per rank.
+  if (const std::optional<LauncherRank> r = launcher_rank())
+    write_line(s.names_fd, 'r', static_cast<std::uint64_t>(r->rank), std::to_string(r->size) + "\t" + r->job);
 }
 
 // In the child only the forking thread exists and the parent's mutex may have been held: the child

@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <string_view>
+#include <thread>
 #include <unordered_map>
 
 #include "stalldx/name_pattern.h"
@@ -85,6 +87,38 @@ void edge(Marks& m, std::int64_t index, std::int64_t at_ns) {
   }
 }
 
+// `record --on-demand`: polls the parts folder's capture file (sampling.h kCaptureFile) five times a
+// second and hands each new request to the schedule. One thread per recording process (not in forked
+// children: a loader worker has no device work to capture).
+void poll_captures() {
+  std::thread([] {
+    std::string last_id;
+    const std::string path = g_dir + "/" + record::kCaptureFile;
+    for (;;) {
+      timespec ts{0, 200'000'000};
+      while (nanosleep(&ts, &ts) != 0) {
+      }
+      char buf[64] = {};
+      const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+      if (fd < 0) continue;
+      const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+      ::close(fd);
+      if (n <= 0) continue;
+      std::string_view text(buf, static_cast<std::size_t>(n));
+      const auto space = text.find(' ');
+      if (space == std::string_view::npos) continue;
+      const std::string id(text.substr(0, space));
+      const long steps = std::strtol(buf + space + 1, nullptr, 10);
+      if (id == last_id || steps <= 0) continue;
+      last_id = id;
+      Marks* m = g_marks.load(std::memory_order_acquire);
+      if (m == nullptr) continue;
+      std::lock_guard<std::mutex> lock(m->mu);
+      m->scheduler.capture(steps);
+    }
+  }).detach();
+}
+
 }  // namespace
 
 void step_marks_init(const std::string& dir) {
@@ -101,6 +135,7 @@ void step_marks_init(const std::string& dir) {
   }
   g_marks.store(fresh_marks(), std::memory_order_release);
   g_sampling = true;
+  if (g_plan.on_demand) poll_captures();
 }
 
 void step_marks_after_fork() {

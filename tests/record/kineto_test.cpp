@@ -100,7 +100,10 @@ TEST(Kineto, ItsOwnLayoutIsReadInRunsAndGivesTheSameTrace) {
   std::string compact;
   ASSERT_TRUE(read_text_file(kData + "h200-decoding-w1.pt.trace.json.gz", compact).is_ok());
   const nlohmann::json doc = nlohmann::json::parse(compact);
-  std::string laid = "{\n  \"schemaVersion\": 1,\n  \"traceEvents\": [\n";
+  std::string laid = "{\n  \"schemaVersion\": 1,\n";
+  for (const auto& [key, value] : doc.items())  // the other top-level keys (distributedInfo, baseTimeNanoseconds) as Kineto puts them
+    if (key != "traceEvents" && key != "schemaVersion") laid += "  \"" + key + "\": " + value.dump() + ",\n";
+  laid += "  \"traceEvents\": [\n";
   bool first = true;
   for (const nlohmann::json& ev : doc.at("traceEvents")) {
     laid += first ? "  {\n    " : ",\n  {\n    ";

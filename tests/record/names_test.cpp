@@ -35,10 +35,13 @@ TEST(RoleMap, EverySpellingOfTheDictionaryInAnyCase) {
       {{"forward", "backward", "optimizer", "fwd", "bwd", "opt_step", "Forward", "model.forward", "optimizer_step", "backward 3"},
        Role::compute},
       {{"getitem", "__getitem__", "decode", "transform", "augment", "Decode", "Transform 7"}, Role::decode},
-      {{"read", "load", "read_file", "Read", "retrieval"}, Role::retrieval},
+      {{"read", "load", "read_file", "Read", "retrieval", "read_batch", "ReadData"}, Role::retrieval},
       {{"collate", "collate_fn", "Collate"}, Role::collate},
       {{"step 12", "iter_7", "Iteration 3", "train_step[5]", "step", "ITER 9"}, Role::step},
       {{"sync", "synchronize"}, Role::sync},
+      {{"allreduce", "all_reduce", "AllReduce", "all-gather", "nccl:all_reduce", "gloo:broadcast", "c10d::allreduce_", "barrier",
+        "reduce_scatter", "MPI_Allreduce", "ncclAllReduce"},
+       Role::collective},
   };
   for (const auto& [names, role] : spellings)
     for (const std::string& n : names) EXPECT_EQ(m.match(n, ""), role) << "'" << n << "' should be " << role_name(role);

@@ -4,10 +4,14 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <csignal>
+#include <filesystem>
 #include <fstream>
+#include <thread>
 #include <sstream>
 
 #include "recorded.h"
+#include "spawned.h"
 #include "stalldx/diagnose/diagnosis.h"
 #include "stalldx/diagnose/live.h"
 #include "stalldx/record/merge.h"
@@ -209,6 +213,46 @@ TEST(RecordSample, LiveLinesReportTheInputShareWhileTheProgramRuns) {
   }
   EXPECT_GE(lines, 1) << r.log;
   EXPECT_GE(with_steps, 1) << r.log;
+}
+
+// --on-demand: no window until `stalldx capture PID --steps 3`; then one window of three steps. Readiness,
+// not sleeps: record prints the pid to capture; the window's detach mark in the parts folder says the
+// capture is done, and only then is the (endless) program interrupted.
+TEST(RecordSample, OnDemandRecordsNothingUntilCaptureAsksThenTheNextSteps) {
+  const std::string dir = stalldx::testing::temp_dir("on-demand");
+  stalldx::testing::Spawned rec({STALLDX_BINARY, "record", "--on-demand", "--live", "0", "--trace", dir + "/t.json", "--", NVTX_LOOP,
+                                 "--steps", "1000000", "--workers", "1", "--read-ms", "3", "--announce"});
+  ASSERT_TRUE(rec.wait_for_line("stalldx capture ")) << rec.stderr_text();
+  const std::string& err = rec.stderr_text();
+  const auto at = err.find("stalldx capture ") + std::string("stalldx capture ").size();
+  const std::string pid = err.substr(at, err.find(' ', at) - at);
+  ASSERT_TRUE(rec.wait_for_line("step 5 done")) << rec.stderr_text();
+  const int rc = std::system(fmt::format("{} capture {} --steps 3 > {}/capture.txt 2>&1", STALLDX_BINARY, pid, dir).c_str());
+  ASSERT_EQ(WEXITSTATUS(rc), 0) << stalldx::testing::read_file(dir + "/capture.txt");
+  // The window closes when the fourth step after the request begins: its detach mark is the signal.
+  std::string windows;
+  for (int i = 0; i < 12000 && windows.find("detach") == std::string::npos; ++i) {
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+      if (e.path().filename().string().rfind(".stalldx-record-", 0) == 0) windows = stalldx::testing::read_file((e.path() / (pid + ".windows")).string());
+    if (windows.find("detach") == std::string::npos) rec.wait_for_line("done", std::chrono::seconds(1));
+  }
+  ASSERT_NE(windows.find("detach"), std::string::npos) << rec.stderr_text();
+  rec.signal(SIGINT);
+  double after = 0;
+  rec.wait_exit(after);
+  Trace t;
+  ASSERT_TRUE(read_trace_file(dir + "/t.json", t).is_ok()) << rec.stderr_text();
+  EXPECT_EQ(t.meta.config[kSamplePlanKey], "on-demand");
+  const auto w = device_windows(t.meta);
+  ASSERT_TRUE(w);
+  ASSERT_EQ(w->size(), 1u) << t.meta.config[kWindowsKey];
+  int inside = 0;
+  for (const HostRange& h : t.ranges)
+    inside += h.role == Role::step && h.begin_ns >= w->front().begin_ns && h.end_ns <= w->front().end_ns;
+  EXPECT_EQ(inside, 3);
+  // A program that is not recorded in windows: a clear refusal.
+  EXPECT_NE(WEXITSTATUS(std::system(fmt::format("{} capture {} > {}/no.txt 2>&1", STALLDX_BINARY, getpid(), dir).c_str())), 0);
+  EXPECT_NE(stalldx::testing::read_file(dir + "/no.txt").find("is not recorded"), std::string::npos);
 }
 #endif
 

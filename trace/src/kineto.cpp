@@ -2,6 +2,8 @@
 // where a general JSON DOM takes a second).
 #include "stalldx/record/kineto.h"
 
+#include "kineto_job.h"
+
 #include <fmt/format.h>
 #include <simdjson.h>
 
@@ -330,6 +332,7 @@ Status read_kineto(const std::string& text, const RoleMap& roles, Trace& out, Ki
   out.meta.cupti = rep.device > 0 || rep.calls > 0;
   out.meta.device = "CUDA (torch.profiler trace)";
   out.meta.config["source"] = "torch.profiler";
+  read_kineto_job(text, laid_out, out.meta);
   out.meta.skipped_events = rep.not_understood;
   std::int64_t origin = std::isfinite(first_ts) ? to_ns(first_ts) : INT64_MAX;
   for (const HostRange& r : out.ranges) origin = std::min(origin, r.begin_ns);

@@ -88,6 +88,15 @@ void read_names(const fs::path& path, ProcessParts& p, MergeReport& rep) {
     else if (kind == 'd') p.domains[static_cast<std::uint32_t>(id)] = std::move(value);
     else if (kind == 't') p.thread_names[id] = std::move(value);
     else if (kind == 'h') p.info.python_hook += (p.info.python_hook.empty() ? "" : "; ") + value;
+    else if (kind == 'r' && id >= 0 && id < (1 << 24)) {
+      const auto tab = value.find('\t');
+      int size = 0;
+      if (parse_int(std::string_view(value).substr(0, tab), size) && size > id) {
+        p.info.rank = static_cast<int>(id);
+        p.info.world_size = size;
+        p.info.job = tab == std::string::npos ? std::string() : value.substr(tab + 1);
+      }
+    }
   }
 }
 
@@ -337,6 +346,8 @@ Status merge_parts(const std::string& dir, const RoleMap& roles, const MergeOpti
     }
     else if (rest.size() > 7 && rest.compare(rest.size() - 7, 7, ".ranges") == 0) p.range_files.push_back(e.path());
   }
+  if (o.rank >= 0)  // a trace per rank: the other processes (the launcher, the other ranks) are left out
+    std::erase_if(procs, [&](const auto& kv) { return kv.second.info.rank != o.rank; });
   out.meta.host = true;
   out.meta.nvtx = true;
   out.meta.device = "none";
@@ -382,6 +393,8 @@ Status merge_parts(const std::string& dir, const RoleMap& roles, const MergeOpti
         rep.problems.push_back(fmt::format("process {} used CUDA but wrote no device records (it did not exit normally)", pid));
       continue;
     }
+    // CUPTI numbers correlations afresh after each detach: each window's ids move past the previous ones.
+    std::uint64_t correlation_base = 0;
     for (const auto& [window, path] : p.cuda_files) {
     if (stopping()) break;
     ++merged;
@@ -413,16 +426,22 @@ Status merge_parts(const std::string& dir, const RoleMap& roles, const MergeOpti
       }
       c.thread = c.thread < lane_map.size() ? lane_map[c.thread] : 0;
       c.name = out.intern(part.name(c.name));
+      if (c.correlation != 0) c.correlation += correlation_base;
       out.calls.push_back(c);
     }
+    std::uint64_t highest = 0;
+    for (const RuntimeCall& c : part.calls) highest = std::max(highest, c.correlation);
     for (DeviceActivity a : part.activities) {
+      highest = std::max(highest, a.correlation);
       if (impossible(a.begin_ns, a.end_ns, o.end_ns)) {
         out.meta.dropped_device++;
         continue;
       }
       a.name = out.intern(part.name(a.name));
+      if (a.correlation != 0) a.correlation += correlation_base;
       out.activities.push_back(a);
     }
+    correlation_base += highest;
     }
   }
   note_windows(procs, out, rep);

@@ -44,8 +44,13 @@ constexpr Default kDefaults[] = {
     {"^_(h_?2_?d|to_?(device|gpu|cuda)|copy_?to_?(device|gpu|cuda)|transfer|memcpy|submit)" N, Role::submit, true},
     {"^_((model|net|train(ing)?)_)?(forward|backward|fwd|bwd|optimizer(_step)?|optim(izer)?_step|opt_step|loss(_backward)?)(_pass)?" N,
      Role::compute, true},
+    // Collectives as people and frameworks name them: allreduce, all_reduce, AllGather, torch's
+    // "nccl:all_reduce" / "gloo:broadcast" / "c10d::allreduce_" (Kineto), a rank's "barrier".
+    {"^_((nccl|gloo|mpi|c_10_d|dist|ddp|record_param_comms)_)*(all_?reduce|all_?gather(_base|_into_tensor)?|reduce_?scatter(_base|_tensor)?|"
+     "broadcast|barrier|all_?to_?all(_base)?)" N,
+     Role::collective, true},
     {"^_(sync|synchronize|cuda_synchronize|device_sync(hronize)?)" N, Role::sync, true},
-    {"^_(read(_file|_image|_sample|_bytes)?|load(_file|_image|_bytes)?|retrieval|fetch_sample)" N, Role::retrieval, true},
+    {"^_(read(_file|_image|_sample|_bytes|_batch|_data)?|load(_file|_image|_bytes)?|retrieval|fetch_sample)" N, Role::retrieval, true},
     {"^_(decode(_transform)?|transforms?|augment(ation)?|preprocess(ing)?|get_?item|load_sample)" N, Role::decode, true},
     {"^_collate(_fn)?" N, Role::collate, true},
 };

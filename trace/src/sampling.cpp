@@ -17,6 +17,11 @@ bool number(std::string_view s, std::int64_t& v) {
 
 bool SamplePlan::parse(std::string_view text, SamplePlan& out, std::string& error) {
   if (text == "auto") text = kAutoPlan;
+  if (text == "on-demand") {
+    out = SamplePlan{};
+    out.on_demand = true;
+    return true;
+  }
   if (text == "full") {
     out = SamplePlan{};
     return true;
@@ -32,7 +37,7 @@ bool SamplePlan::parse(std::string_view text, SamplePlan& out, std::string& erro
   }
   const auto slash = rest.find('/');
   if (slash == std::string_view::npos || !number(rest.substr(0, slash), p.window) || !number(rest.substr(slash + 1), p.period)) {
-    error = fmt::format("--sample {}: expected K/N (K steps recorded in every N), K/N+F (after F full steps), 'auto' ({}) or 'full'",
+    error = fmt::format("--sample {}: expected K/N (K steps recorded in every N), K/N+F (after F full steps), 'auto' ({}), 'on-demand' or 'full'",
                         text, kAutoPlan);
     return false;
   }
@@ -45,17 +50,20 @@ bool SamplePlan::parse(std::string_view text, SamplePlan& out, std::string& erro
 }
 
 std::string SamplePlan::text() const {
+  if (on_demand) return "on-demand";
   if (!samples()) return "full";
   return full > 0 ? fmt::format("{}/{}+{}", window, period, full) : fmt::format("{}/{}", window, period);
 }
 
 std::string SamplePlan::words() const {
+  if (on_demand) return "on demand (stalldx capture)";
   if (!samples()) return "every step";
   const std::string w = fmt::format("{} step{} in every {}", window, window == 1 ? "" : "s", period);
   return full > 0 ? fmt::format("every step for the first {}, then {}", full, w) : w;
 }
 
 bool SamplePlan::records(std::int64_t index) const {
+  if (on_demand) return false;
   if (!samples()) return true;
   if (index < 0) return full > 0;
   if (index < full) return true;
@@ -63,7 +71,11 @@ bool SamplePlan::records(std::int64_t index) const {
 }
 
 WindowAction WindowScheduler::on_boundary(std::int64_t index) {
-  const bool want = plan_.records(index);
+  bool want = plan_.records(index);
+  if (capture_left_ > 0) {
+    want = true;
+    --capture_left_;
+  }
   if (want == on_) return WindowAction::none;
   on_ = want;
   return want ? WindowAction::attach : WindowAction::detach;

@@ -8,6 +8,8 @@ inline constexpr const char* kRunId = "run_id";                          // rank
 inline constexpr const char* kHost = "host";
 inline constexpr const char* kClockOffsetNs = "clock_offset_ns";         // add to this rank's clock to get rank 0's
 inline constexpr const char* kClockUncertaintyNs = "clock_uncertainty_ns";
+// The wall-clock time the trace's times count from (torch.profiler's baseTimeNanoseconds), when it says.
+inline constexpr const char* kBaseTimeNs = "base_time_ns";
 // The step whose all-reduce this rank was still waiting in when its run was stopped: a rank never came.
 inline constexpr const char* kStuckInCollectiveStep = "stuck_in_collective_step";
 // The rank that left (Ctrl-C, a failure) at the end of the trace's last step; this one stopped with it.

@@ -20,9 +20,11 @@ struct LiveLine {
   std::size_t device_windows = 0;        // windows opened so far (sampled recording)
 };
 
-// From `snapshot` (the parts merged so far, host records): the steps that ended after `since_ns` and
-// before its last step (which may still be running). Times are CLOCK_MONOTONIC ns.
-LiveLine live_line(const Trace& snapshot, std::int64_t since_ns, std::int64_t now_ns, std::int64_t started_ns);
+// From `snapshot` (the parts merged so far, host records, ranges still open ending at `now_ns`): the
+// steps that ended after `since_ns` and before `now_ns` (a step still running is left for the next
+// line). Steps are numbered from `first_step` on (a snapshot starts late: its own numbering does not
+// count the steps before it). Times are CLOCK_MONOTONIC ns.
+LiveLine live_line(const Trace& snapshot, std::int64_t since_ns, std::int64_t now_ns, std::int64_t started_ns, std::int64_t first_step);
 std::string live_text(const LiveLine& line);   // one line, no newline
 std::string live_json(const LiveLine& line);   // one JSON object, no newline
 

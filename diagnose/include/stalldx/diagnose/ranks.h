@@ -10,6 +10,7 @@
 #include <array>
 #include <climits>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@ struct RankSteps {
   int rank = -1, world_size = 0;
   std::string run_id, host;
   std::int64_t clock_uncertainty_ns = 0;
+  std::int64_t base_time_ns = 0;  // the trace's times count from this wall-clock time (torch.profiler's baseTimeNanoseconds); 0: none
   bool interrupted = false;   // the rank's trace says its run ended early
   std::int64_t stuck_step = -1;  // it was stopped while waiting in this step's all-reduce (a rank never came); -1: no
   int stopped_by_rank = -1;      // another rank left and this one stopped with it (its last step); -1: no
@@ -34,6 +36,7 @@ struct RankSteps {
     bool warmup = false;
     std::int64_t arrive_ns = -1;  // its collective began, on the device or else the host (rank 0's clock); -1: never reached
     std::int64_t own_ns = -1;     // from leaving the previous step's collective to arriving at this one (its own step); -1: unknown
+    std::int64_t leave_ns = -1;   // its collective ended (same clock as arrive_ns); -1: none
     double window_ms = 0;
     Verdict verdict = Verdict::device_bound;
     std::string evidence;
@@ -122,6 +125,7 @@ class CrossRankAccumulator {
   std::int64_t worst_uncertainty_ns_ = 0;
   std::vector<RankState> ranks_;
   std::vector<StepState> steps_;  // by step id (dense from 0)
+  std::shared_ptr<class RankClocks> clocks_;  // ranks' clocks put on the first one's (rank_clocks.h)
 };
 
 // All at once (the accumulator over `ranks`).

@@ -43,6 +43,7 @@ struct ChildOptions {
   double kill_after_s = 5;
   // Said (one line, no newline) when the child is suspended, on the first stop, and on escalation. May be empty.
   std::function<void(const std::string&)> notice;
+  std::function<void(std::int64_t pid)> on_start;  // told the child's pid once it runs (may be empty)
 };
 // As above with options. A program that cannot be started is Status::unavailable (the caller exits 127).
 Status run_child(const std::vector<std::string>& argv, const ChildOptions& options, ChildResult& result, const StopFlag* stop = nullptr);

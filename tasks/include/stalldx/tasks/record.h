@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "stalldx/diagnose/diagnosis.h"
+#include "stalldx/diagnose/ranks.h"
 #include "stalldx/name_pattern.h"
 #include "stalldx/record/part_format.h"
 #include "stalldx/record/merge.h"
@@ -45,6 +47,7 @@ struct RecordOptions {
   // Launched as one rank of several (mpirun -np N stalldx record ...): the trace is `trace` with the
   // rank in its name, as `run` names it (rank_paths.h). False: `trace` as given.
   bool name_by_rank = true;
+  diagnose::Thresholds thresholds;        // for the cross-rank report when CMD launches ranks
 };
 
 struct RecordResult {
@@ -63,6 +66,12 @@ struct RecordResult {
   std::vector<std::int64_t> outlived;  // recorded processes still running when CMD ended (daemons)
   std::string disk_full;               // the parts folder's file system had (almost) no space left: what it had
   int live_lines = 0;                  // live lines reported while CMD ran
+  // CMD launched ranks (`record -- mpirun -np N prog`, `record -- torchrun ...`): one trace per rank beside
+  // trace_path (X.rankR.json), each rank's own verdicts (a line each) and the cross-rank report. Empty:
+  // not a job of several ranks (or `record` itself was started as one of them).
+  std::vector<std::string> rank_traces, rank_lines;
+  std::optional<diagnose::CrossRankReport> ranks;
+  bool ranks_standin = false;
   // CMD's exit status as a shell reports it: its code, 128 + signal when killed, 127 when not started.
   int exit_code() const;
 };

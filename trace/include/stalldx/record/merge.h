@@ -26,6 +26,8 @@ struct RecordedProcess {
   bool used_cuda = false;      // the CUDA injection started in it
   bool cuda_records = false;   // and it wrote its CUPTI part (it exited normally)
   std::string python_hook;     // what the Python hook said it did there ("torch 2.11: DataLoader patched"); empty: not loaded
+  int rank = -1, world_size = 0;  // a launcher started it as this rank of a world (-1: not a rank)
+  std::string job;                // the launch it belongs to (rank_paths.h LauncherRank::job)
 };
 
 struct MergeReport {
@@ -51,6 +53,8 @@ struct MergeOptions {
   // no CUPTI part is read (the windows are still marked).
   std::int64_t since_ns = 0;
   bool host_only = false;
+  // >= 0: only the processes a launcher started as this rank (and their children), for a trace per rank.
+  int rank = -1;
 };
 
 Status merge_parts(const std::string& dir, const RoleMap& roles, const MergeOptions& options, Trace& out, MergeReport& report);

@@ -19,13 +19,14 @@ namespace stalldx::record {
 struct SamplePlan {
   std::int64_t full = 0;
   std::int64_t window = 1, period = 1;
+  bool on_demand = false;  // `record --on-demand`: no device records until `stalldx capture` asks
 
-  // "K/N" (K steps in every N), "K/N+F" (after F full steps), "full", or "auto" (kAutoPlan).
+  // "K/N" (K steps in every N), "K/N+F" (after F full steps), "full", "auto" (kAutoPlan) or "on-demand".
   // False with a message naming what is wrong.
   static bool parse(std::string_view text, SamplePlan& out, std::string& error);
   std::string text() const;   // the parse() form: "5/100+50"
   std::string words() const;  // for people: "every step for the first 50 steps, then 5 steps in every 100"
-  bool samples() const { return window < period; }
+  bool samples() const { return on_demand || window < period; }
   // Whether the step that begins at boundary `index` (0 = the first step) is recorded. Before the first
   // boundary (index < 0: the program's start-up) device recording is on when the plan starts full.
   bool records(std::int64_t index) const;
@@ -48,12 +49,20 @@ class WindowScheduler {
   explicit WindowScheduler(SamplePlan plan) : plan_(plan), on_(plan.records(-1)) {}
   bool recording() const { return on_; }
   WindowAction on_boundary(std::int64_t index);
+  // `stalldx capture`: the next `steps` steps are recorded, whatever the plan says.
+  void capture(std::int64_t steps) { capture_left_ = steps; }
   const SamplePlan& plan() const { return plan_; }
 
  private:
   SamplePlan plan_;
   bool on_;
+  std::int64_t capture_left_ = 0;
 };
+
+// `stalldx capture PID --steps K` asks a recording for K steps' device records by writing this file in
+// its parts folder: one line "<request id> <K>"; every recorded process of the folder polls it and
+// honours each id once, from its next step on.
+inline constexpr const char* kCaptureFile = "capture";
 
 // A span of CLOCK_MONOTONIC time in which a process had device recording on.
 struct DeviceWindow {
