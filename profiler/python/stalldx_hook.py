@@ -283,6 +283,14 @@ def _next_patch(orig_next):
         except Exception:
             return orig_next(self)
         _close_step(self, t0)  # the previous iteration ends where this wait begins
+        if not _dist_patched[0]:  # torch.distributed loads after torch.utils.data: patched at the loop's first batch
+            _dist_patched[0] = True
+            try:
+                import torch
+
+                _patch_torch_distributed(torch)
+            except Exception as e:
+                _lib.stalldx_py_note(("torch.distributed not patched: %r" % (e,)).encode("utf-8", "replace"))
         _local.batch = batch  # num_workers=0: the fetch runs here, for this batch
         try:
             data = orig_next(self)
@@ -347,6 +355,38 @@ def _to_patch(orig, label):
         return out
 
     return to
+
+
+def _collective_patch(orig, label):
+    """A torch.distributed collective called from Python: the rank's part in it, from call to return
+    (an async one: until its work is handed back)."""
+
+    def collective(*a, **k):
+        t0 = time.monotonic_ns()
+        try:
+            return orig(*a, **k)
+        finally:
+            _emit(label, "collective", -1, t0, time.monotonic_ns())
+
+    collective._stalldx = True
+    return collective
+
+
+_dist_patched = [False]
+
+
+def _patch_torch_distributed(torch):
+    """Collectives called through torch.distributed (a DDP model's own all-reduce runs in C++: not seen here)."""
+    dist = sys.modules.get("torch.distributed")
+    if dist is None or "collective" not in _ROLE or not dist.is_available() or not dist.is_initialized():
+        _dist_patched[0] = dist is not None and not dist.is_available()
+        return
+    for fn in ("all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor", "broadcast",
+               "barrier", "all_to_all", "all_to_all_single", "reduce"):
+        orig = getattr(dist, fn, None)
+        if orig is not None and not getattr(orig, "_stalldx", False):
+            setattr(dist, fn, _collective_patch(orig, "%s (torch.distributed)" % fn))
+    _lib.stalldx_py_note(b"torch.distributed collectives patched")
 
 
 # ---- installation -----------------------------------------------------------------------------------

@@ -153,4 +153,27 @@ TEST_F(PythonHookEdges, PythonWithoutTorchAndNoStepsAreReportedPlainly) {
   EXPECT_EQ(r.out.find("warm-up"), std::string::npos) << "no steps: no advice about warm-up\n" << r.out;
 }
 
+// A torch.distributed job (gloo, 3 ranks) under record, launched with torchrun's environment (Debian's
+// torchrun itself fails on Python 3.11: tests/python/launch_like_torchrun.sh says why): a trace per rank,
+// the hook's collectives as the ranks' arrivals, and rank 2 — its reads slowed — named the straggler
+// with retrieval on >= 90 % of steady steps.
+TEST_F(PythonHookEdges, ATorchDistributedJobGetsATracePerRankAndItsStraggler) {
+  const std::string dir = stalldx::testing::temp_dir("pydist");
+  const Recorded r = record("", "--warmup 2", fmt::format("PIPE_DIR={} SLOW_RANK=2 SLOW_MS=30 STEPS=22", dir),
+                            fmt::format("{} 3 {} {}", DIST_LAUNCHER, 29000 + getpid() % 1000, DIST_SCRIPT));
+  ASSERT_EQ(r.rc, 0) << r.log;
+  EXPECT_NE(r.log.find("torch.distributed collectives patched"), std::string::npos) << r.log;
+  ASSERT_TRUE(r.report.is_object()) << r.out;
+  EXPECT_EQ(r.report["world_size"], 3) << r.out;
+  EXPECT_EQ(r.report["run_straggler"], 2) << r.out;
+  int steady = 0, named = 0;
+  for (const auto& s : r.report["steps"]) {
+    ++steady;
+    named += s["straggler"] == 2 && s["straggler_verdict"] == "retrieval";
+  }
+  EXPECT_GE(steady, 15);
+  EXPECT_GE(named, steady * 9 / 10) << r.out;
+  for (int rank = 0; rank < 3; ++rank) EXPECT_TRUE(std::filesystem::exists(fmt::format("{}/t.rank{}.json", r.dir, rank)));
+}
+
 }  // namespace

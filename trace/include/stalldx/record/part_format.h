@@ -7,7 +7,7 @@
 //   <pid>.proc            one line: pid \t ppid \t command line (first record of the process)
 //   <pid>.names           lines: kind \t id \t text (kind 'n' range name, 'd' domain, 't' thread name by
 //                         tid, 'h' what the Python hook did, 'r' the launcher's rank: id = rank, text =
-//                         world size \t job); tab, newline and backslash in text escaped as \t \n and \\
+//                         world size \t job); tab, newline and backslash in text escaped as \t, \n and a doubled backslash
 //   <pid>.<tid>.ranges    PartHeader, then PartRange records (a sparse file: pages exist as written)
 //   <pid>.cuda.json       the process's CUPTI records as a stalldx trace (written at its exit)
 //   <pid>.cuda.w<N>.json  under --sample: window N's CUPTI records (written when the window closes;

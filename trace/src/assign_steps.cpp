@@ -1,0 +1,100 @@
+// Steps from step ranges and device work from its call (merge.h assign_steps).
+#include <fmt/format.h>
+
+#include <cctype>
+#include <charconv>
+#include <map>
+#include <unordered_map>
+
+#include "stalldx/record/merge.h"
+
+namespace stalldx::record {
+
+namespace {
+
+// The number a name ends with ("ProfilerStep#12" -> 12), -1 when none (or too long to be a step).
+std::int64_t trailing_number(const std::string& s) {
+  std::size_t e = s.size();
+  std::size_t b = e;
+  while (b > 0 && std::isdigit(static_cast<unsigned char>(s[b - 1]))) --b;
+  if (b == e || e - b > 15) return -1;
+  std::int64_t v = -1;
+  std::from_chars(s.data() + b, s.data() + e, v);
+  return v;
+}
+
+}  // namespace
+
+std::uint64_t assign_steps(Trace& t) {
+  std::map<std::uint32_t, int> per_thread;
+  for (const HostRange& r : t.ranges)
+    if (r.role == Role::step) per_thread[r.thread]++;
+  if (per_thread.empty()) return 0;
+  std::uint32_t consumer = per_thread.begin()->first;
+  for (auto& [th, n] : per_thread)
+    if (n > per_thread[consumer]) consumer = th;
+  // Outermost step ranges on the consumer, in time order; the rest become `user`.
+  std::vector<HostRange*> steps;
+  std::uint64_t demoted = 0;
+  for (HostRange& r : t.ranges)
+    if (r.role == Role::step) {
+      if (r.thread == consumer) steps.push_back(&r);
+      else { r.role = Role::user; demoted++; }
+    }
+  std::sort(steps.begin(), steps.end(), [](const HostRange* a, const HostRange* b) {
+    return a->begin_ns != b->begin_ns ? a->begin_ns < b->begin_ns : a->end_ns > b->end_ns;
+  });
+  std::vector<HostRange*> top;
+  for (HostRange* r : steps) {
+    if (!top.empty() && r->begin_ns < top.back()->end_ns) { r->role = Role::user; demoted++; continue; }
+    top.push_back(r);
+  }
+  // Step ids: the number the names carry when they all carry distinct increasing ones (ProfilerStep#N),
+  // else the ordinal.
+  bool numbered = true;
+  std::int64_t last = -1;
+  for (HostRange* r : top) {
+    const std::int64_t n = trailing_number(t.name(r->name));
+    if (n <= last) { numbered = false; break; }
+    last = n;
+  }
+  std::vector<std::int64_t> ids(top.size());
+  for (std::size_t i = 0; i < top.size(); ++i) ids[i] = numbered ? trailing_number(t.name(top[i]->name)) : static_cast<std::int64_t>(i);
+  const auto step_at = [&](std::int64_t ts) -> std::int64_t {
+    auto it = std::upper_bound(top.begin(), top.end(), ts, [](std::int64_t v, const HostRange* r) { return v < r->begin_ns; });
+    if (it == top.begin()) return -1;
+    --it;
+    return ts <= (*it)->end_ns ? ids[static_cast<std::size_t>(it - top.begin())] : -1;
+  };
+  for (std::size_t i = 0; i < top.size(); ++i) {
+    top[i]->step = ids[i];
+    top[i]->batch = ids[i];
+  }
+  for (HostRange& r : t.ranges) {
+    if (r.thread != consumer || r.role == Role::step) continue;
+    r.step = step_at(r.begin_ns);
+    if (r.role == Role::wait_batch && r.batch < 0) r.batch = r.step;  // a payload names the batch; else the step's
+  }
+  std::unordered_map<std::uint64_t, std::int64_t> call_step;
+  for (RuntimeCall& c : t.calls) {
+    c.step = step_at(c.begin_ns);
+    if (c.correlation != 0) call_step[c.correlation] = c.step;
+  }
+  // Unmatched: device work inside the steps' span that no step claims. Work before the first step or
+  // after the last (start-up, calibration, shutdown) is outside the steps, not a gap in the records.
+  t.meta.unmatched_device = 0;
+  const std::int64_t span_begin = top.empty() ? 0 : top.front()->begin_ns, span_end = top.empty() ? 0 : top.back()->end_ns;
+  std::unordered_map<std::uint64_t, std::int64_t> call_begin;
+  for (const RuntimeCall& c : t.calls) call_begin.emplace(c.correlation, c.begin_ns);
+  for (DeviceActivity& a : t.activities) {
+    auto it = call_step.find(a.correlation);
+    a.step = it == call_step.end() ? -1 : it->second;
+    if (a.step >= 0 || !is_device_work(a.kind)) continue;
+    auto cb = call_begin.find(a.correlation);
+    const std::int64_t when = cb == call_begin.end() ? a.begin_ns : cb->second;
+    if (when >= span_begin && when <= span_end) t.meta.unmatched_device++;
+  }
+  return demoted;
+}
+
+}  // namespace stalldx::record
