@@ -1,5 +1,7 @@
 #include "stalldx/tasks/child_process.h"
 
+#include "stalldx/clock.h"
+
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <spawn.h>
@@ -67,11 +69,7 @@ Status run_child(const std::vector<std::string>& argv, const ChildOptions& optio
 }
 
 namespace {
-std::int64_t now_ms() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
-}
+std::int64_t now_ms() { return monotonic_ns() / 1'000'000; }
 }  // namespace
 
 Status wait_child(int pid, bool own_group, const ChildOptions& options, ChildResult& result, const StopFlag* stop) {

@@ -5,16 +5,12 @@
 #include <chrono>
 
 #include "stalldx/diagnose/live.h"
+#include "stalldx/clock.h"
 #include "stalldx/record/merge.h"
 
 namespace stalldx::tasks {
 
 namespace {
-std::int64_t monotonic_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 // Ranges that ended this long before the interval are still read: a step that ends in the interval
 // needs its inner ranges, and its batch's loader work, which may be seconds older (prefetch).
 constexpr std::int64_t kMarginNs = 30'000'000'000;

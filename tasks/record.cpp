@@ -15,6 +15,7 @@
 
 #include "live_monitor.h"
 #include "record_ranks.h"
+#include "stalldx/clock.h"
 #include "stalldx/rank_facts.h"
 #include "stalldx/output_claim.h"
 #include "stalldx/rank_paths.h"
@@ -26,13 +27,6 @@ namespace stalldx::tasks {
 
 namespace fs = std::filesystem;
 
-namespace {
-std::int64_t monotonic_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-}  // namespace
 
 int RecordResult::exit_code() const {
   if (!started) return 127;

@@ -7,6 +7,8 @@
 // mappings stay the parent's; the child never writes through them).
 #include "part_writer.h"
 #include "step_marks.h"
+#include "stalldx/clock.h"
+#include "stalldx/name_table.h"
 #include "stalldx/rank_paths.h"
 #include "stalldx/thread_clock.h"
 
@@ -33,18 +35,10 @@ using namespace stalldx::record;
 
 namespace {
 
-std::int64_t now_ns() noexcept {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
+std::int64_t now_ns() noexcept { return monotonic_ns(); }
 
 
-struct StringHash {
-  using is_transparent = void;
-  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
-};
-using NameMap = std::unordered_map<std::string, std::uint32_t, StringHash, std::equal_to<>>;
+using NameMap = TextMap<std::uint32_t>;
 
 // Process-wide state; reset in the child after fork.
 struct ProcessState {

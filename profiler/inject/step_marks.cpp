@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "stalldx/name_pattern.h"
+#include "stalldx/clock.h"
 #include "stalldx/record/part_format.h"
 #include "stalldx/record/role_map.h"
 #include "stalldx/record/step_inference.h"
@@ -24,11 +25,7 @@ namespace {
 
 constexpr std::uint32_t kLevelIds = 1u << 20;  // name ids classified; later ids (rare) are never steps
 
-std::int64_t now_ns() noexcept {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
+std::int64_t now_ns() noexcept { return monotonic_ns(); }
 
 // The process's schedule. Replaced whole in a forked child (the parent's lock may have been held).
 struct Marks {

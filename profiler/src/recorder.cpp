@@ -8,17 +8,15 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+
+#include "stalldx/clock.h"
 #include <time.h>
 #include <unistd.h>
 
 
 namespace stalldx {
 
-std::int64_t now_ns() noexcept {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
+std::int64_t now_ns() noexcept { return monotonic_ns(); }
 
 namespace detail {
 

@@ -71,11 +71,6 @@ bool is_sync_call(std::string_view n) {
   return k == ApiKind::synchronize || k == ApiKind::copy;  // a D2H copy waits for the device
 }
 
-struct ViewHash {
-  using is_transparent = void;
-  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
-};
-
 struct PendingRange {
   HostRange range;
   bool is_op = false;  // a CPU op (its submit/sync role must be earned by a CUDA call inside it)
@@ -138,7 +133,7 @@ Status read_kineto(const std::string& text, const RoleMap& roles, Trace& out, Ki
     std::uint32_t id;
     std::optional<Role> role;
   };
-  std::unordered_map<std::string, NameInfo, ViewHash, std::equal_to<>> names;
+  TextMap<NameInfo> names;
   const auto info = [&](std::string_view n) -> const NameInfo& {
     auto it = names.find(n);
     if (it != names.end()) return it->second;

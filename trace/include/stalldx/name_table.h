@@ -15,6 +15,14 @@
 
 namespace stalldx {
 
+// Hashes std::string keys and looks them up by std::string_view (no string built to look one up).
+struct TextHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+template <typename V>
+using TextMap = std::unordered_map<std::string, V, TextHash, std::equal_to<>>;
+
 class NameTable {
  public:
   NameTable() = default;
@@ -33,12 +41,8 @@ class NameTable {
   bool operator==(const NameTable& other) const { return names_ == other.names_; }
 
  private:
-  struct Hash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
-  };
   std::vector<std::string> names_;
-  std::unordered_map<std::string, std::uint32_t, Hash, std::equal_to<>> index_;
+  std::unordered_map<std::string, std::uint32_t, TextHash, std::equal_to<>> index_;
 };
 
 }  // namespace stalldx
