@@ -353,9 +353,15 @@ Report diagnose(const Trace& input, const Thresholds& th) {
     sd.window_ms = ms(window.end - window.begin);
     for (const Interval& g : idle) attribute(ix, g, seg_cursor, acc, host_only);
     if (host_only) {
-      // Only the consumer's waits count as stall; the rest of the step is its own work.
-      for (auto it = acc.causes.begin(); it != acc.causes.end();)
-        it = it->first.first == Cause::outside_ranges || it->first.first == Cause::unmapped_range ? acc.causes.erase(it) : std::next(it);
+      // Only the consumer's waits count as stall; the rest of the step is its own work. Between the device
+      // windows of a sampled recording, only its waits for input: its CUDA calls and launches say nothing
+      // without the device's timeline (that side is carried from the nearest window).
+      const bool between_windows = cov.device_records;
+      for (auto it = acc.causes.begin(); it != acc.causes.end();) {
+        const Cause c = it->first.first;
+        const bool input = cause_class(c) == StallClass::retrieval || cause_class(c) == StallClass::decoding || c == Cause::input_unsplit;
+        it = c == Cause::outside_ranges || c == Cause::unmapped_range || (between_windows && !input) ? acc.causes.erase(it) : std::next(it);
+      }
       acc.cls = {};
       for (const auto& [k, v] : acc.causes) acc.cls[static_cast<int>(cause_class(k.first))] += v;
       if (!cov.device_records) seg_cursor = 0;

@@ -164,15 +164,17 @@ sampling)
   rate() { "$@" 2>&1 | grep -oE "[0-9]+ img/s" | head -1 | grep -oE "[0-9]+"; }
   ex="$py --workers 12 --steps ${STEPS:-200} ${MAIN_CPU:+--main-cpu $MAIN_CPU}"
   sampled="stalldx record ${REC_ARGS:---sample 5/100} --warmup 3 --trace /tmp/sample.json --live-json /tmp/live.jsonl --"
-  for i in ${ROUNDS:-1 2 3 4 5 6 7}; do  # ABBA
-    if (( i % 2 )); then n=$(rate $ex); r=$(rate $sampled $ex); else r=$(rate $sampled $ex); n=$(rate $ex); fi
+  srate() { $sampled $ex > /tmp/sampled-$1.log 2>&1; echo "rc=$?" >> /tmp/sampled-$1.log; grep -oE "[0-9]+ img/s" /tmp/sampled-$1.log | head -1 | grep -oE "[0-9]+"; }
+  for i in ${ROUNDS:-1 2 3 4 5 6 7}; do  # ABBA; a sampled run that prints no rate leaves its log's tail
+    if (( i % 2 )); then n=$(rate $ex); r=$(srate $i); else r=$(srate $i); n=$(rate $ex); fi
     echo "round $i native $n sampled $r"
+    [ -n "$r" ] || { echo "  sampled round $i failed:"; grep -vE "^ +[0-9]+ +[0-9.]+ " /tmp/sampled-$i.log | tail -12 | cut -c1-300; }
   done > "$OUT/sample-overhead.txt" 2>&1
-  for i in ${FULL_ROUNDS:-1 2 3}; do
+  for i in ${FULL_ROUNDS-1 2 3}; do
     if (( i % 2 )); then n=$(rate $ex); r=$(rate stalldx record --warmup 3 --trace /tmp/full.json -- $ex); else r=$(rate stalldx record --warmup 3 --trace /tmp/full.json -- $ex); n=$(rate $ex); fi
     echo "full round $i native $n record $r"
   done >> "$OUT/sample-overhead.txt" 2>&1
-  for i in 1 2 3; do
+  for i in ${SEED_ROUNDS-1 2 3}; do
     n=$(rate stalldx run $seed --steps 100 --no-profile); r=$(rate stalldx record --sample 5/100 --trace /tmp/seed-sample.json -- stalldx run $seed --steps 100 --nvtx-only)
     echo "seed round $i native $n sampled $r"
   done >> "$OUT/sample-overhead.txt" 2>&1

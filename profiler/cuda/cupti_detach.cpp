@@ -22,8 +22,10 @@ std::atomic<long> g_detaches{0};
 void CUPTIAPI on_api(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void* data) {
   const auto* info = static_cast<const CUpti_CallbackData*>(data);
   if (info == nullptr || info->callbackSite != CUPTI_API_EXIT || !g_pending.load(std::memory_order_acquire)) return;
-  std::lock_guard<std::mutex> lock(g_mu);
-  if (!g_pending.load(std::memory_order_relaxed)) return;
+  // Never waits: the request may still be enabling its domains (a CUPTI call, under CUPTI's own locks,
+  // which this callback may hold): the next API exit finalizes instead.
+  std::unique_lock<std::mutex> lock(g_mu, std::try_to_lock);
+  if (!lock.owns_lock() || !g_pending.load(std::memory_order_relaxed)) return;
   g_pending.store(false, std::memory_order_release);
   g_subscriber = nullptr;  // cuptiFinalize removes every subscriber
   if (cuptiFinalize() == CUPTI_SUCCESS) g_detaches.fetch_add(1, std::memory_order_relaxed);

@@ -70,6 +70,7 @@ struct Windows {
   std::condition_variable wake;
   stalldx::Session* open = nullptr;  // the session of the open window (or the whole run, unsampled)
   std::int64_t open_window = 0;
+  std::int64_t first_window = -1;  // the first window recorded in this process (kept with the newest)
   std::deque<std::pair<stalldx::Session*, std::int64_t>> closing;  // stopped by the closer thread, in order
   bool closer_busy = false, exiting = false;
 };
@@ -97,7 +98,7 @@ void closer_loop() {
     stalldx::cuda::detach_cupti();
     lock.unlock();
     write_and_delete(s, window_suffix(window));
-    if (const std::int64_t old = window - (stalldx::record::kMaxWindowFiles - 1); old > 0)  // keep window 0 and the newest
+    if (const std::int64_t old = window - (stalldx::record::kMaxWindowFiles - 1); old > g_w.first_window)  // keep the first and the newest
       ::unlink(part_path(window_suffix(old)).c_str());
     lock.lock();
     g_w.closer_busy = false;
@@ -116,6 +117,7 @@ void on_window(WindowAction action, std::int64_t window) {
     if (g_w.open == nullptr) {
       g_w.open = start_session_locked();
       g_w.open_window = window;
+      if (g_w.first_window < 0 && g_w.open != nullptr) g_w.first_window = window;
     }
   } else if (g_w.open != nullptr) {
     g_w.closing.emplace_back(g_w.open, g_w.open_window);
@@ -174,6 +176,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
     std::lock_guard<std::mutex> lock(g_w.mu);
     if (open_now) g_w.open = start_session_locked();
     g_w.open_window = window;
+    if (g_w.open != nullptr) g_w.first_window = window;
   }
   if (stalldx::inject::sampling()) {
     g_closer = new std::thread(&closer_loop);

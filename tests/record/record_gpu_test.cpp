@@ -50,7 +50,7 @@ TEST(RecordSampleGpu, HundredAttachDetachCyclesLeakNothingAndLinkEveryKernel) {
   ASSERT_TRUE(read_trace_file(r.trace_path, t).is_ok()) << r.log;
   const auto windows = device_windows(t.meta);
   ASSERT_TRUE(windows);
-  // 121 windows opened; the trace keeps the first and the newest (kMaxWindowFiles), the rest counted.
+  // 121 windows opened; the trace keeps the first and the newest (kMaxWindowFiles in all), the rest counted.
   const auto dropped = t.meta.config.count("device_windows_without_records") ? std::stoul(t.meta.config["device_windows_without_records"]) : 0ul;
   EXPECT_GE(windows->size() + dropped, 100u) << r.log;
   EXPECT_EQ(windows->size(), static_cast<std::size_t>(kMaxWindowFiles)) << r.log;

@@ -92,8 +92,9 @@ TEST(WindowMarks, PairsEdgesClosesTheOpenOneAndSkipsCutLines) {
 }
 
 // A trace of 10 steps whose device records exist only in steps 0-2 and 6-7 (the windows). Steps 3-5 and
-// 8-9 have none: step 4 waited on its input (judged from host records: retrieval), the others did not
-// wait and carry the verdict of the nearest window step.
+// 8-9 have none: step 4 waited on its input (judged from host records), the others did not wait (step 8
+// only submitted work) and carry the verdict of the nearest window step. Failed before the fix for
+// step 8 (its submit range made it "submission" from host records).
 Trace sampled_trace(bool launch_bound_windows) {
   Trace t;
   t.meta.host = t.meta.nvtx = t.meta.cupti = true;
@@ -105,6 +106,8 @@ Trace sampled_trace(bool launch_bound_windows) {
     const std::int64_t b = 1'000 * ms + s * 10 * ms;
     t.ranges.push_back({b, b + 10 * ms, 0, step, Role::step});
     if (s == 4) t.ranges.push_back({b, b + 8 * ms, 0, wait, Role::wait_batch});
+    // Host submission work outside a window says nothing without the device's timeline: not a stall there.
+    if (s == 8) t.ranges.push_back({b + ms, b + 6 * ms, 0, t.intern("h2d"), Role::submit});
     const bool in_window = s <= 2 || s == 6 || s == 7;
     if (!in_window) continue;
     // Device-bound: one long kernel queued at the step's start. Launch-bound: kernels with idle gaps
