@@ -19,6 +19,7 @@
 
 #include "api_selection.h"
 #include "buffer_queue.h"
+#include "cupti_names.h"
 #include "collectors.h"
 #include "stalldx/profiler.h"
 
@@ -30,36 +31,10 @@ constexpr std::size_t kBufferBytes = 8u << 20;
 constexpr std::size_t kAlign = 8;
 constexpr std::size_t kMaxRecords = 8u << 20;  // per session, all kinds together
 
-std::string demangle(const char* name) {
-  if (name == nullptr) return "?";
-  int status = 0;
-  std::unique_ptr<char, void (*)(void*)> d(abi::__cxa_demangle(name, nullptr, nullptr, &status), std::free);
-  std::string s = status == 0 && d ? std::string(d.get()) : std::string(name);
-  if (const auto p = s.find('('); p != std::string::npos && p > 0) s.resize(p);  // drop the parameter list
-  return s;
-}
-
-std::string api_name(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
-  const char* n = nullptr;
-  if (cuptiGetCallbackName(domain, cbid, &n) != CUPTI_SUCCESS || n == nullptr)
-    return fmt::format("{}#{}", domain == CUPTI_CB_DOMAIN_DRIVER_API ? "cu" : "cudart", cbid);
-  std::string s(n);
-  if (const auto p = s.rfind("_v"); p != std::string::npos && p + 2 < s.size() && std::isdigit(static_cast<unsigned char>(s[p + 2])))
-    s.resize(p);  // cudaMemcpyAsync_v3020 -> cudaMemcpyAsync
-  return s;
-}
-
-MemKind mem_kind(std::uint8_t k) {
-  switch (k) {
-    case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE: return MemKind::pageable;
-    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED: return MemKind::pinned;
-    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE: return MemKind::device;
-    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED: return MemKind::managed;
-    default: return MemKind::unknown;
-  }
-}
-
 std::uint64_t host_clock() { return static_cast<std::uint64_t>(now_ns()); }
+
+const std::vector<CUpti_ActivityKind> kDeviceKinds = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                                      CUPTI_ACTIVITY_KIND_MEMSET};
 
 // CUPTI's callbacks are process-wide, so the state is one instance; the session owns a handle to it.
 class CuptiCollector {
@@ -86,17 +61,21 @@ class CuptiCollector {
       queue_.stop();
       return st;
     }
-    std::vector<CUpti_ActivityKind> kinds = {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_RUNTIME,
-                                             CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,   CUPTI_ACTIVITY_KIND_MEMCPY,
-                                             CUPTI_ACTIVITY_KIND_MEMSET,              CUPTI_ACTIVITY_KIND_OVERHEAD};
+    // The calls before the device work: a session that starts while the program runs (a sampled
+    // window) never records a kernel whose launch it did not record.
+    std::vector<CUpti_ActivityKind> kinds = {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_OVERHEAD};
     if (driver_api) kinds.push_back(CUPTI_ACTIVITY_KIND_DRIVER);
     if (sync) kinds.push_back(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
-    for (CUpti_ActivityKind k : kinds)
-      if (Status st = check(cuptiActivityEnable(k), fmt::format("activity enable (kind {})", static_cast<int>(k)).c_str()); !st.is_ok()) {
-        disable_all();
-        queue_.stop();
-        return st;
-      }
+    const auto enable = [&](const std::vector<CUpti_ActivityKind>& ks) -> Status {
+      for (CUpti_ActivityKind k : ks)
+        if (Status st = check(cuptiActivityEnable(k), fmt::format("activity enable (kind {})", static_cast<int>(k)).c_str()); !st.is_ok()) {
+          disable_all();
+          queue_.stop();
+          return st;
+        }
+      return Status::ok();
+    };
+    if (Status st = enable(kinds); !st.is_ok()) return st;
     // The driver API's work calls alone, the DRIVER kind off: PyTorch makes thousands of driver state
     // queries a step (eager ResNet-50: ~2,200 cuDevicePrimaryCtxGetState). Example 2 on the H200
     // (2026-12-03): record/native median 0.94 over 9 pairs, against 0.90-0.91 with the whole kind, every
@@ -113,6 +92,7 @@ class CuptiCollector {
       // Event and stream queries that find work still pending are polls, not waits: no record for them.
       if (sync) cuptiActivityEnableAllSyncRecords(0);
     }
+    if (Status st = enable(kDeviceKinds); !st.is_ok()) return st;
     running_ = true;
     return Status::ok();
   }
@@ -120,7 +100,10 @@ class CuptiCollector {
   void stop_and_drain(Trace& t) {
     if (!running_) return;
     running_ = false;
-    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // completes every buffer: all are queued now
+    // The device work first (no kernel recorded after its launch call no longer is), then every buffer
+    // completed (all are queued now), then the calls.
+    for (CUpti_ActivityKind k : kDeviceKinds) cuptiActivityDisable(k);
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     disable_all();
     if (driver_work_ids_) record_work_calls(CUPTI_CB_DOMAIN_DRIVER_API, false);  // a later session starts clean
     driver_work_ids_ = false;
