@@ -65,6 +65,9 @@ Action add_record_command(CLI::App& app) {
                                 "every this many seconds while the command runs, print one line: the time share by class and steps/s "
                                 "(default 30 with --sample or --live-json, else off; 0: off)")
                     ->check(CLI::Range(0.0, 86400.0));
+  sub->add_flag("--cupti-detach", a->options.cupti_detach,
+                "with --sample / --on-demand: finalize CUPTI between windows (no cost there at all) instead of only turning its "
+                "records off; experimental: it crashed some PyTorch runs on the H100/H200 (docs/measurements.md)");
   sub->add_flag("--on-demand", a->on_demand,
                 "no device records until asked: `stalldx capture PID --steps K` records the next K steps (NVTX ranges throughout)");
   sub->add_option("--live-json", a->options.live_json, "append each live line to this file as JSON (one object a line)");

@@ -183,7 +183,7 @@ sampling)
   ;;
 samplematrix)
   grep -v -E "^seed-long\b" ${SCENARIOS:-configs/scenarios-h200.tsv} > /tmp/matrix.tsv
-  stalldx eval /tmp/matrix.tsv --record --record-args "${REC_ARGS:---sample 3/6}" --against-native --out /tmp/evs --min-accuracy 0 > "$OUT/eval-sampled.txt" 2>&1
+  stalldx eval /tmp/matrix.tsv --record --record-args "${MATRIX_REC_ARGS:---sample 3/6}" --against-native --out /tmp/evs --min-accuracy 0 > "$OUT/eval-sampled.txt" 2>&1
   cp /tmp/evs/agreement.txt "$OUT/agreement-sampled.txt" 2>/dev/null
   ;;
 launchcost)  # the host cost of one launch (bench/launch_cost.py) natively and under each way of recording; PIN=N: on CPU N

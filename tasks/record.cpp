@@ -193,6 +193,7 @@ Status run_record(const RecordOptions& o, RecordResult& r, const StopFlag* stop)
   add_python_hook_env(o, co);
   if (o.sample.samples()) {
     co.env.push_back({record::kSampleEnv, o.sample.text()});
+    if (o.cupti_detach) co.env.push_back({record::kCuptiDetachEnv, "1"});
     if (!o.step.empty()) co.env.push_back({record::kStepPatternEnv, o.step.pattern()});
     if (!o.roles_file.empty()) co.env.push_back({record::kRolesFileEnv, fs::absolute(o.roles_file).string()});
   }

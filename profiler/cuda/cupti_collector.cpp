@@ -21,6 +21,7 @@
 #include "buffer_queue.h"
 #include "cupti_names.h"
 #include "collectors.h"
+#include "stalldx/cuda.h"
 #include "stalldx/profiler.h"
 
 namespace stalldx::cuda {
@@ -53,13 +54,18 @@ class CuptiCollector {
       return Status::unavailable(fmt::format("CUPTI {} failed: {}", what, msg ? msg : "?"));
     };
     // Any failure from here stops the converter again: a later start (the next window) starts afresh.
-    if (Status st = check(cuptiActivityRegisterTimestampCallback(&host_clock), "timestamp callback"); !st.is_ok()) {
-      queue_.stop();
-      return st;
-    }
-    if (Status st = check(cuptiActivityRegisterCallbacks(&on_request, &on_complete), "buffer callbacks"); !st.is_ok()) {
-      queue_.stop();
-      return st;
+    // The callbacks once per CUPTI lifetime: again only after a detach finalized CUPTI (a window that
+    // re-registers them while CUPTI may still deliver a buffer gains nothing).
+    if (registered_for_ != cupti_detaches()) {
+      if (Status st = check(cuptiActivityRegisterTimestampCallback(&host_clock), "timestamp callback"); !st.is_ok()) {
+        queue_.stop();
+        return st;
+      }
+      if (Status st = check(cuptiActivityRegisterCallbacks(&on_request, &on_complete), "buffer callbacks"); !st.is_ok()) {
+        queue_.stop();
+        return st;
+      }
+      registered_for_ = cupti_detaches();
     }
     // The calls before the device work: a session that starts while the program runs (a sampled
     // window) never records a kernel whose launch it did not record.
@@ -335,6 +341,7 @@ class CuptiCollector {
 
   std::mutex mu_;  // the converted records and names below
   bool running_ = false;
+  long registered_for_ = -1;      // cupti_detaches() when the callbacks were registered (-1: never)
   bool driver_work_ids_ = false;  // driver work calls enabled id by id (turned back off at stop)
   std::mutex free_mu_;  // free_buffers_ only: on_request's lock
   std::vector<uint8_t*> free_buffers_;

@@ -7,8 +7,9 @@
 // Sampled (`record --sample`, step_marks.h): a session per window. A window opens at a step boundary on
 // the thread that marks it (CUPTI on before the step's first call); it closes there too, but the work of
 // closing — flush, drain, CUPTI's detach, writing <pid>.cuda.w<N>.json — is done by a closer thread, so
-// the program's step pays only for setting a flag. Between windows CUPTI is detached: no callback, no
-// record, no cost. Only the first and the newest kMaxWindowFiles - 1 window files are kept.
+// the program's step pays only for setting a flag. Between windows CUPTI records nothing; with
+// --cupti-detach it is also finalized (no callback at all). Only the first and the newest
+// kMaxWindowFiles - 1 window files are kept.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include <deque>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "part_writer.h"
@@ -75,6 +77,9 @@ struct Windows {
   bool closer_busy = false, exiting = false;
 };
 Windows g_w;
+// `record --cupti-detach`: finalize CUPTI between windows (CUPTI's dynamic detach) instead of only
+// turning its records off. Off by default: see kCuptiDetachEnv.
+bool g_finalize_between_windows = false;
 
 // With g_w.mu held.
 stalldx::Session* start_session_locked() {
@@ -95,7 +100,7 @@ void closer_loop() {
     g_w.closing.pop_front();
     g_w.closer_busy = true;
     s->stop();  // flush and drain while holding mu: no window opens until CUPTI is quiet
-    stalldx::cuda::detach_cupti();
+    if (g_finalize_between_windows) stalldx::cuda::detach_cupti();
     lock.unlock();
     write_and_delete(s, window_suffix(window));
     if (const std::int64_t old = window - (stalldx::record::kMaxWindowFiles - 1); old > g_w.first_window)  // keep the first and the newest
@@ -179,6 +184,8 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
     if (g_w.open != nullptr) g_w.first_window = window;
   }
   if (stalldx::inject::sampling()) {
+    const char* detach = std::getenv(stalldx::record::kCuptiDetachEnv);
+    g_finalize_between_windows = detach != nullptr && std::string_view(detach) == "1";
     g_closer = new std::thread(&closer_loop);
     start_ticker();
   }

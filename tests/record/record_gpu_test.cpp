@@ -16,7 +16,10 @@
 namespace stalldx::record {
 namespace {
 
-TEST(RecordSampleGpu, HundredAttachDetachCyclesLeakNothingAndLinkEveryKernel) {
+class RecordSampleGpu : public ::testing::TestWithParam<const char*> {};
+
+// Both ways of leaving CUPTI between windows: records off (the default), and finalized (--cupti-detach).
+TEST_P(RecordSampleGpu, HundredAttachDetachCyclesLeakNothingAndLinkEveryKernel) {
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) GTEST_SKIP() << "no CUDA device";
   Recorded r;
@@ -25,8 +28,8 @@ TEST(RecordSampleGpu, HundredAttachDetachCyclesLeakNothingAndLinkEveryKernel) {
   // The programs: where this build put them, or (a bundle run on another host) where the environment says.
   const char* stalldx = std::getenv("STALLDX_BINARY");
   const char* program = std::getenv("CUDA_WINDOWS");
-  const std::string cmd = fmt::format("{} record --sample 1/2 --live 0 --trace {} -- {} --steps 242 --every 20 > {}/log.txt 2>&1",
-                                      stalldx && *stalldx ? stalldx : STALLDX_BINARY, r.trace_path,
+  const std::string cmd = fmt::format("{} record --sample 1/2 {} --live 0 --trace {} -- {} --steps 242 --every 20 > {}/log.txt 2>&1",
+                                      stalldx && *stalldx ? stalldx : STALLDX_BINARY, GetParam(), r.trace_path,
                                       program && *program ? program : CUDA_WINDOWS, r.dir);
   const int status = std::system(cmd.c_str());
   r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -70,6 +73,8 @@ TEST(RecordSampleGpu, HundredAttachDetachCyclesLeakNothingAndLinkEveryKernel) {
   for (const auto& [step, k] : kernels_by_step) graph_steps += step >= 200 && k == 7;  // 4 launched + 3 replayed
   EXPECT_GE(graph_steps, 15) << "the graph's kernels are recorded after many detaches";
 }
+
+INSTANTIATE_TEST_SUITE_P(Detach, RecordSampleGpu, ::testing::Values("", "--cupti-detach"));
 
 }  // namespace
 }  // namespace stalldx::record
