@@ -110,7 +110,8 @@ Action add_record_command(CLI::App& app) {
     }
     if (a->live_opt->count() == 0 && (a->options.sample.samples() || !a->options.live_json.empty())) a->options.live_s = 30;
     a->options.live = [](const std::string& line) { note("{}\n", line); };
-    for (const std::string* path : {&a->options.trace, &a->svg, &a->html, &a->options.live_json}) {
+    const std::string trace_path = tasks::record_trace_path(a->options);  // this rank's, under a launcher
+    for (const std::string* path : std::initializer_list<const std::string*>{&trace_path, &a->svg, &a->html, &a->options.live_json}) {
       if (path->empty()) continue;
       OutputCheck check{path == &a->svg ? "SVG" : path == &a->html ? "HTML report" : path == &a->options.live_json ? "live JSON" : "trace"};
       if (Status st = check_output_path(*path, check); !st.is_ok()) return fail_input("record", st);

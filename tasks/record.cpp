@@ -110,11 +110,14 @@ std::string nearly_full(const std::string& dir) {
   return fmt::format("{} KiB free on the file system of {}", free_bytes >> 10, dir);
 }
 
-// The trace's path: options.trace, with the rank in it when a launcher started us as one of several.
-std::string trace_path_for(const RecordOptions& o) {
+}  // namespace
+
+std::string record_trace_path(const RecordOptions& o) {
   const std::optional<LauncherRank> rank = o.name_by_rank ? launcher_rank() : std::nullopt;
   return rank ? rank_trace_path(o.trace, rank->rank) : o.trace;
 }
+
+namespace {
 
 // Merges the parts (a stop raised after this point interrupts the merge), describes the recording in
 // the trace and writes it. Failures are the recording's (r.recording_error), never CMD's.
@@ -172,7 +175,7 @@ Status run_record(const RecordOptions& o, RecordResult& r, const StopFlag* stop)
   if (o.command.empty()) return Status::invalid("record: no command after --");
   if (o.inject_library.empty())
     return Status::unavailable("record: libstalldx_inject.so not found next to stalldx (set STALLDX_INJECT_LIBRARY)");
-  r.trace_path = trace_path_for(o);
+  r.trace_path = record_trace_path(o);
   OutputClaim claim;  // one writer per trace, held until it is written
   if (Status c = claim.claim(r.trace_path); !c.is_ok()) return c;
   // The parts directory beside the trace (same file system, removed after the merge).
@@ -225,7 +228,7 @@ Status merge_record(const std::string& parts_dir, const RecordOptions& o, Record
   r = RecordResult{};
   std::error_code ec;
   if (!fs::is_directory(parts_dir, ec)) return Status::invalid(fmt::format("record --merge: {} is not a folder", parts_dir));
-  r.trace_path = trace_path_for(o);
+  r.trace_path = record_trace_path(o);
   OutputClaim claim;
   if (Status c = claim.claim(r.trace_path); !c.is_ok()) return c;
   r.started = r.merged_only = true;

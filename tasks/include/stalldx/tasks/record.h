@@ -95,6 +95,10 @@ Status run_record(const RecordOptions& options, RecordResult& result, const Stop
 // exit_code() 0). The folder is removed after a complete merge and write, unless options.keep_parts.
 Status merge_record(const std::string& parts_dir, const RecordOptions& options, RecordResult& result, const StopFlag* stop = nullptr);
 
+// Where the trace goes: options.trace, with the rank in it when a launcher started this process as one
+// of several (mpirun -np N stalldx record ...: each rank checks and claims its own file).
+std::string record_trace_path(const RecordOptions& options);
+
 // CMD's status for the shell, unless the recording itself failed while CMD succeeded (then 1).
 int record_exit_code(const RecordResult& result);
 
