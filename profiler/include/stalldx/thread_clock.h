@@ -12,13 +12,11 @@
 #include <charconv>
 #include <cstdint>
 
+#include "stalldx/clock.h"
+
 namespace stalldx {
 
-inline std::int64_t thread_cpu_ns() noexcept {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
+inline std::int64_t thread_cpu_ns() noexcept { return clock_ns(CLOCK_THREAD_CPUTIME_ID); }
 
 // -1 where the kernel does not offer schedstat. Must be called on the thread it is for.
 inline int open_thread_schedstat() noexcept { return ::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC); }

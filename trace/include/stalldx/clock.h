@@ -8,10 +8,13 @@
 
 namespace stalldx {
 
-inline std::int64_t monotonic_ns() noexcept {
+// Any clock_gettime clock in nanoseconds.
+inline std::int64_t clock_ns(clockid_t clock) noexcept {
   timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(clock, &ts);
   return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
+
+inline std::int64_t monotonic_ns() noexcept { return clock_ns(CLOCK_MONOTONIC); }
 
 }  // namespace stalldx
