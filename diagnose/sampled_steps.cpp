@@ -12,6 +12,8 @@ DeviceWindows::DeviceWindows(const Trace& t, bool device_records) {
   if (!w || !device_records) return;
   sampled_ = true;
   windows_ = std::move(*w);
+  for (const record::DeviceWindow& win : windows_)
+    latest_end_.push_back(latest_end_.empty() ? win.end_ns : std::max(latest_end_.back(), win.end_ns));
   record::SamplePlan plan;
   std::string error;
   const auto it = t.meta.config.find(record::kSamplePlanKey);
@@ -20,15 +22,10 @@ DeviceWindows::DeviceWindows(const Trace& t, bool device_records) {
 
 bool DeviceWindows::covers(const HostRange& step) const {
   if (!sampled_) return true;
-  // Windows are sorted by begin: the last one beginning at or before the step is the only candidate
-  // among non-overlapping windows; overlapping ones (several processes) are checked back to the start.
-  auto it = std::upper_bound(windows_.begin(), windows_.end(), step.begin_ns,
-                             [](std::int64_t b, const record::DeviceWindow& w) { return b < w.begin_ns; });
-  while (it != windows_.begin()) {
-    --it;
-    if (it->end_ns >= step.end_ns) return true;
-  }
-  return false;
+  // Some window begun by the step's begin lasts to its end: the latest end among those windows does.
+  const auto it = std::upper_bound(windows_.begin(), windows_.end(), step.begin_ns,
+                                   [](std::int64_t b, const record::DeviceWindow& w) { return b < w.begin_ns; });
+  return it != windows_.begin() && latest_end_[static_cast<std::size_t>(it - windows_.begin()) - 1] >= step.end_ns;
 }
 
 namespace {

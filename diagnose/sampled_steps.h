@@ -21,7 +21,8 @@ class DeviceWindows {
 
  private:
   bool sampled_ = false;
-  std::vector<record::DeviceWindow> windows_;
+  std::vector<record::DeviceWindow> windows_;     // sorted by begin
+  std::vector<std::int64_t> latest_end_;         // latest_end_[i]: the latest end among windows_[0..i]
   std::string plan_words_;
 };
 

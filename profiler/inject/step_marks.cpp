@@ -183,7 +183,6 @@ bool set_window_hook(WindowHook hook, std::int64_t& window) noexcept {
 }
 
 bool sampling() noexcept { return g_sampling; }
-const record::SamplePlan& sample_plan() noexcept { return g_plan; }
 
 std::int64_t step_boundaries_seen() noexcept {
   Marks* m = g_marks.load(std::memory_order_acquire);

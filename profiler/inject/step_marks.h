@@ -32,21 +32,11 @@ using WindowHook = void (*)(record::WindowAction action, std::int64_t window);
 // Registers the hook; true when a window is open now (the caller then attaches itself), `window` its number.
 bool set_window_hook(WindowHook hook, std::int64_t& window) noexcept;
 bool sampling() noexcept;
-const record::SamplePlan& sample_plan() noexcept;
 std::int64_t step_boundaries_seen() noexcept;
 // Windows by time (one tick a second since CUDA started) while no step boundary has been seen.
 void time_tick(std::int64_t seconds) noexcept;
 // Serializes the CUDA side's exit with window edges (the marks lock).
-template <typename F>
-void with_marks_lock(F&& f);
 void lock_marks() noexcept;
 void unlock_marks() noexcept;
-
-template <typename F>
-void with_marks_lock(F&& f) {
-  lock_marks();
-  f();
-  unlock_marks();
-}
 
 }  // namespace stalldx::inject
