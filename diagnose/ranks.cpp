@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "rank_clocks.h"
+#include "stalldx/collective_kernel.h"
 #include "stalldx/launched_within.h"
 #include "stalldx/rank_facts.h"
 
@@ -85,14 +86,39 @@ Status rank_steps(const Trace& t, const std::string& file, const Thresholds& th,
     if (a.step < 0 || !is_device_work(a.kind)) continue;
     earliest(a.step, a.begin_ns);
     latest(a.step, a.end_ns);
-    out.device_arrival = true;
+    out.arrival = RankSteps::Arrival::device_collective;
   }
-  if (!out.device_arrival) {
+  if (out.arrival == RankSteps::Arrival::none) {
     for (const HostRange& r : t.ranges)
       if (r.role == Role::collective && r.step >= 0) {
         earliest(r.step, r.begin_ns);
         latest(r.step, r.end_ns);
+        out.arrival = RankSteps::Arrival::host_collective;
       }
+  }
+  if (out.arrival == RankSteps::Arrival::none) {  // NCCL's kernels launched by no marked call (DDP's reducer)
+    for (const DeviceActivity& a : t.activities)
+      if (a.step >= 0 && a.kind == ActivityKind::kernel && is_collective_kernel(t.names[a.name])) {
+        earliest(a.step, a.begin_ns);
+        latest(a.step, a.end_ns);
+        out.arrival = RankSteps::Arrival::device_collective;
+      }
+  }
+  if (out.arrival == RankSteps::Arrival::none) {
+    // No collective recorded: a step arrives when its batch is ready (its step began, or its last wait
+    // for the batch ended) and leaves when it ends — the others' all-reduce held them until then.
+    for (const HostRange& r : t.ranges)
+      if (r.role == Role::step && r.step >= 0) {
+        earliest(r.step, r.begin_ns);
+        latest(r.step, r.end_ns);
+      }
+    for (const HostRange& r : t.ranges)
+      if (r.role == Role::wait_batch && r.step >= 0)
+        if (auto it = arrive.find(r.step); it != arrive.end()) {
+          const auto end = leave.find(r.step);
+          it->second = std::max(it->second, std::min(r.end_ns, end->second));
+        }
+    if (!arrive.empty()) out.arrival = RankSteps::Arrival::batch_ready;
   }
   out.steps.reserve(rep.steps.size());
   for (const StepDiagnosis& sd : rep.steps) {
@@ -126,6 +152,7 @@ Status CrossRankAccumulator::add(const RankSteps& r) {
     if (seen.rank == r.rank) return Status::invalid(fmt::format("{} is rank {} again (one trace per rank)", r.file, r.rank));
   ranks_.push_back({r.rank, r.interrupted, r.steps.empty() ? -1 : r.steps.back().step, r.stopped_by_rank});
   worst_uncertainty_ns_ = std::max(worst_uncertainty_ns_, r.clock_uncertainty_ns);
+  ++arrival_bases_[static_cast<std::size_t>(r.arrival)];
   if (!clocks_) clocks_ = std::make_shared<RankClocks>();
   const ClockEstimate clock = clocks_->align(r);
   const std::int64_t shift = clock.applied ? clock.shift_ns : 0;
@@ -156,6 +183,21 @@ Status CrossRankAccumulator::add(const RankSteps& r) {
     if (world_size_ <= kListedWaiters) st.arrived.push_back({s.arrive_ns, r.rank});
   }
   return Status::ok();
+}
+
+void CrossRankAccumulator::arrival_notes(std::vector<std::string>& notes) const {
+  using A = RankSteps::Arrival;
+  const auto n = [this](A a) { return arrival_bases_[static_cast<std::size_t>(a)]; };
+  if (n(A::batch_ready) > 0)
+    notes.push_back(fmt::format("{} of {} ranks recorded no collective (an all-reduce in C++, as DDP's, over gloo): their arrival at each "
+                                "step's all-reduce is taken as the moment their batch was ready — in synchronous data parallel the "
+                                "others wait there for the last batch", n(A::batch_ready), ranks_.size()));
+  int bases = 0;
+  for (int c : arrival_bases_) bases += c > 0;
+  if (bases > 1)
+    notes.push_back(fmt::format("the ranks' arrivals were measured in different ways (device work {}, host ranges {}, batch ready {}, none {}): "
+                                "waits between ranks measured differently are approximate", n(A::device_collective), n(A::host_collective),
+                                n(A::batch_ready), n(A::none)));
 }
 
 CrossRankReport CrossRankAccumulator::finish() const {
@@ -207,6 +249,7 @@ CrossRankReport CrossRankAccumulator::finish() const {
       if (dead == nullptr || r.last_step < dead->last_step) dead = &r;
     }
   }
+  arrival_notes(out.notes);
   if (worst_uncertainty_ns_ > 0) out.notes.push_back(fmt::format("clocks of ranks on other hosts are known to ±{:.3f} ms", worst_uncertainty_ns_ / 1e6));
   // Ranks meet at each step's collective: the ones there first wait inside their step for the last, so
   // the spread of arrivals cannot much exceed the steps' windows. Far beyond them (and over a second)

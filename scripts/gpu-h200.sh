@@ -25,6 +25,8 @@
 #   gpu-h200.sh sampling  record --sample: 120 attach/detach cycles (record_gpu_test), example 2 native / `--sample 5/100`
 #                         pairs (ROUNDS, STEPS), full `record` pairs (FULL_ROUNDS), the seed workload native / sampled pairs
 #   gpu-h200.sh samplematrix  the scenario matrix natively and under `record --sample 3/6`, per-step agreement (in windows too)
+#   gpu-h200.sh ddp       torchrun --nproc-per-node 2 DDP ResNet-50 (gloo), rank 1 with slow reads / balanced: under record
+#                         and as torch.profiler traces, each diagnosed across ranks
 #   gpu-h200.sh devicebound  example 2's device-bound case at 448/384/320 px: verdicts, and the long CUDA calls of 448's stalled steps
 set -uo pipefail
 OUT=${OUT:-./gpu-out}; mkdir -p "$OUT"
@@ -164,7 +166,7 @@ sampling)
   rate() { "$@" 2>&1 | grep -oE "[0-9]+ img/s" | head -1 | grep -oE "[0-9]+"; }
   ex="$py --workers 12 --steps ${STEPS:-200} ${MAIN_CPU:+--main-cpu $MAIN_CPU}"
   sampled="stalldx record ${REC_ARGS:---sample 5/100} --warmup 3 --trace /tmp/sample.json --live-json /tmp/live.jsonl --"
-  srate() { $sampled $ex > /tmp/sampled-$1.log 2>&1; echo "rc=$?" >> /tmp/sampled-$1.log; grep -oE "[0-9]+ img/s" /tmp/sampled-$1.log | head -1 | grep -oE "[0-9]+"; }
+  srate() { timeout ${RUN_TIMEOUT:-200} $sampled $ex > /tmp/sampled-$1.log 2>&1; echo "rc=$?" >> /tmp/sampled-$1.log; grep -oE "[0-9]+ img/s" /tmp/sampled-$1.log | head -1 | grep -oE "[0-9]+"; }
   for i in ${ROUNDS:-1 2 3 4 5 6 7}; do  # ABBA; a sampled run that prints no rate leaves its log's tail
     if (( i % 2 )); then n=$(rate $ex); r=$(srate $i); else r=$(srate $i); n=$(rate $ex); fi
     echo "round $i native $n sampled $r"
@@ -262,6 +264,22 @@ x2)
     stalldx diagnose /tmp/x2-$name.rank*.json 2>&1 | grep -vE "^  step [0-9]+:"
   done > "$OUT/x2.txt" 2>&1
   tar czf "$OUT/x2-traces.tgz" -C /tmp $(cd /tmp && ls x2-*.rank*.json x2-*.log 2>/dev/null)
+  ;;
+ddp)  # torchrun --nproc-per-node 2, DDP ResNet-50 (gloo: two ranks on one GPU), rank 1 slowed in its reads or not;
+      # under `stalldx record` (one trace per rank, the cross-rank report) and as torch.profiler traces (`diagnose DIR`)
+  [ -f /tmp/zc-data/manifest.tsv ] || stalldx dataset /tmp/zc-data --classes 101 --per-class 45 > /dev/null 2>&1
+  trun="env -u LD_LIBRARY_PATH python3 -m torch.distributed.run --standalone --nproc-per-node 2 examples/torch/train_ddp.py --data /tmp/zc-data"
+  for c in "slow-r1|--slow-rank 1 --slow-read-ms ${SLOW_MS:-40}" "balanced|"; do
+    name=${c%%|*}; args=${c#*|}
+    [[ -n "${CASES:-}" && ",$CASES," != *",$name,"* ]] && continue
+    echo "== $name under record: $args"
+    timeout 240 stalldx record --trace /tmp/ddp-$name.json -- $trun --steps ${STEPS:-30} $args > /tmp/ddp-$name.log 2>&1; echo "rc=$?"
+    grep -vE "^ +[0-9]+ +[0-9.]+ |^  step [0-9]+:" /tmp/ddp-$name.log | cut -c1-400 | head -30
+    echo "== $name, torch.profiler traces of the same job"
+    timeout 200 $trun --steps ${KSTEPS:-15} $args --kineto-dir /tmp/kt-$name > /tmp/kt-$name.log 2>&1; echo "rc=$?"; grep -E "img/s|Error" /tmp/kt-$name.log | head -5
+    ls -la /tmp/kt-$name; timeout 200 stalldx diagnose /tmp/kt-$name 2>&1 | grep -vE "^  step [0-9]+:" | cut -c1-400 | head -30
+  done > "$OUT/ddp.txt" 2>&1
+  tar czf "$OUT/ddp-traces.tgz" -C /tmp $(cd /tmp && ls ddp-*.rank*.json ddp-*.log 2>/dev/null)
   ;;
 ranks)
   {

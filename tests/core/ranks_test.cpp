@@ -139,13 +139,69 @@ Trace nccl_rank_trace(double device_late_ms, bool linked) {
 TEST(CrossRank, WithNcclARankArrivesWhenItsKernelBeginsOnTheDevice) {
   RankSteps r;
   ASSERT_TRUE(rank_steps(nccl_rank_trace(60, true), "nccl.rank0.json", {}, r).is_ok());
-  EXPECT_TRUE(r.device_arrival);
+  EXPECT_EQ(r.arrival, RankSteps::Arrival::device_collective);
   ASSERT_EQ(r.steps.size(), 6u);
   for (const RankSteps::Step& s : r.steps) EXPECT_EQ(s.arrive_ns, static_cast<std::int64_t>((s.step * 100.0 + 60) * 1e6)) << s.step;
   // Without the launching call the kernel cannot be told from other device work: the host range counts.
   ASSERT_TRUE(rank_steps(nccl_rank_trace(60, false), "nccl.rank0.json", {}, r).is_ok());
-  EXPECT_FALSE(r.device_arrival);
+  EXPECT_EQ(r.arrival, RankSteps::Arrival::host_collective);
   for (const RankSteps::Step& s : r.steps) EXPECT_EQ(s.arrive_ns, static_cast<std::int64_t>((s.step * 100.0 + 10) * 1e6)) << s.step;
+}
+
+TEST(CrossRank, NcclKernelsLaunchedByNoMarkedCallStillGiveTheArrival) {
+  // DDP's reducer: NCCL's kernels with no collective range around their launch (demangled names).
+  Trace t = nccl_rank_trace(60, true);
+  std::erase_if(t.ranges, [](const HostRange& r) { return r.role == Role::collective; });
+  const std::uint32_t gemm = t.intern("sm90_xmma_gemm_f32f32(Params)");
+  for (std::size_t i = 0; i < t.activities.size(); ++i)
+    if (i % 2 == 1) t.activities[i].name = gemm;  // the other thread's work is not a collective
+    else t.activities[i].name = t.intern("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)");
+  RankSteps r;
+  ASSERT_TRUE(rank_steps(t, "ddp.rank0.json", {}, r).is_ok());
+  EXPECT_EQ(r.arrival, RankSteps::Arrival::device_collective);
+  for (const RankSteps::Step& s : r.steps) EXPECT_EQ(s.arrive_ns, static_cast<std::int64_t>((s.step * 100.0 + 60) * 1e6)) << s.step;
+}
+
+// A rank of a synchronous data-parallel job whose all-reduce left no record (DDP over gloo): 100 ms
+// steps, each opened by a wait for its batch of `wait_ms`, the loader's reads behind it.
+Trace unmarked_rank_trace(int rank, double wait_ms) {
+  Trace t;
+  t.meta.config = {{"rank", std::to_string(rank)}, {"world_size", "2"}, {"run_id", "ddp"}};
+  t.threads.push_back({0, 1, "MainThread"});
+  t.threads.push_back({1, 2, "pt_data_worker"});
+  const auto ms = [](double v) { return static_cast<std::int64_t>(v * 1e6); };
+  for (int i = 0; i < 12; ++i) {
+    const double b = i * 100.0;
+    t.ranges.push_back({ms(b), ms(b + 100), 0, t.intern("step"), Role::step, i, i});
+    if (wait_ms > 0) {
+      t.ranges.push_back({ms(b), ms(b + wait_ms), 0, t.intern("DataLoader.__next__"), Role::wait_batch, i, i});
+      t.ranges.push_back({ms(b - 20), ms(b + wait_ms - 1), 1, t.intern("open"), Role::retrieval, i, i});
+    }
+  }
+  return t;
+}
+
+TEST(CrossRank, WithNoCollectiveRecordedTheLastBatchReadyIsTheStraggler) {
+  RankSteps r0, r1;
+  ASSERT_TRUE(rank_steps(unmarked_rank_trace(0, 0), "ddp.rank0.json", {}, r0).is_ok());
+  ASSERT_TRUE(rank_steps(unmarked_rank_trace(1, 40), "ddp.rank1.json", {}, r1).is_ok());
+  EXPECT_EQ(r0.arrival, RankSteps::Arrival::batch_ready);
+  ASSERT_EQ(r1.steps.size(), 12u);
+  EXPECT_EQ(r1.steps[4].arrive_ns, static_cast<std::int64_t>(440 * 1e6));
+  CrossRankReport rep;
+  ASSERT_TRUE(cross_rank({r0, r1}, {}, rep).is_ok());
+  EXPECT_EQ(rep.run_straggler, 1);
+  int named = 0;
+  for (const CrossStep& c : rep.steps) named += c.straggler == 1 && std::abs(c.waited_ms - 40) < 0.01;
+  EXPECT_EQ(named, static_cast<int>(rep.steps.size()));
+  bool said = false;
+  for (const std::string& n : rep.notes) said = said || n.find("their batch was ready") != std::string::npos;
+  EXPECT_TRUE(said);
+  // Balanced: both ranks wait as long; nobody is named.
+  ASSERT_TRUE(rank_steps(unmarked_rank_trace(0, 40), "ddp.rank0.json", {}, r0).is_ok());
+  ASSERT_TRUE(cross_rank({r0, r1}, {}, rep).is_ok());
+  EXPECT_EQ(rep.run_straggler, -1);
+  EXPECT_EQ(rep.balanced_steps, static_cast<int>(rep.steps.size()));
 }
 
 TEST(CrossRank, TheReportSaysWhatTheAllReduceCostOnTheHostAndOnTheDevice) {

@@ -30,7 +30,14 @@ struct RankSteps {
   std::int64_t stuck_step = -1;  // it was stopped while waiting in this step's all-reduce (a rank never came); -1: no
   int stopped_by_rank = -1;      // another rank left and this one stopped with it (its last step); -1: no
   bool standin = false;
-  bool device_arrival = false;  // arrivals are when the collective's device work (NCCL's kernels) began, not its host range
+  // Where a rank's arrival at each step's collective comes from, best first:
+  //   device_collective  the collective's device work began (kernels launched inside its host range, or
+  //                      NCCL's kernels by name when no range marked the call: DDP's reducer, FSDP)
+  //   host_collective    its host range began (MPI, gloo, a marked torch.distributed call)
+  //   batch_ready        no collective left a record: the step's batch was ready (its input wait ended).
+  //                      In synchronous data parallel the others wait for the last batch in their all-reduce.
+  enum class Arrival : std::uint8_t { none, device_collective, host_collective, batch_ready };
+  Arrival arrival = Arrival::none;
   struct Step {
     std::int64_t step = -1;
     bool warmup = false;
@@ -119,10 +126,12 @@ class CrossRankAccumulator {
     std::int64_t last_step = -1;
     int stopped_by = -1;
   };
+  void arrival_notes(std::vector<std::string>& notes) const;
   CrossRankThresholds th_;
   std::string first_file_, run_id_;
   int world_size_ = 0;
   std::int64_t worst_uncertainty_ns_ = 0;
+  std::array<int, 4> arrival_bases_{};  // ranks by RankSteps::Arrival
   std::vector<RankState> ranks_;
   std::vector<StepState> steps_;  // by step id (dense from 0)
   std::shared_ptr<class RankClocks> clocks_;  // ranks' clocks put on the first one's (rank_clocks.h)
