@@ -34,7 +34,7 @@ void judge_coverage(const Trace& t, const TraceIndex& ix, const TraceDoubts& dou
                                     t.meta.config.count("steps_found_by") ? " (" + t.meta.config.at("steps_found_by") + ")" : ""));
   }
   if (cov.interrupted) cov.notes.push_back("the run was interrupted: the last steps may be incomplete");
-  const RecordedConfig recorded = recorded_config(t);
+  const RecordedConfig& recorded = ix.recorded;
   for (const std::string& p : recorded.problems) cov.notes.push_back(p);
   if (!recorded.problems.empty()) lowered.push_back(fmt::format("{} recorded config values refused", recorded.problems.size()));
   if (!lowered.empty()) {

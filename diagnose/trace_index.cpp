@@ -33,7 +33,7 @@ void own_runq(const std::vector<const HostRange*>& ranges, std::vector<std::int6
 }
 }  // namespace
 
-TraceIndex::TraceIndex(const Trace& t, const Thresholds& th) : trace(t), thresholds(th) {
+TraceIndex::TraceIndex(const Trace& t, const Thresholds& th) : trace(t), thresholds(th), recorded(recorded_config(t)) {
   // Consumer = the thread that owns most step ranges.
   std::map<std::uint32_t, int> step_threads;
   for (const HostRange& r : t.ranges)

@@ -14,6 +14,7 @@ namespace stalldx::diagnose {
 struct TraceIndex {
   const Trace& trace;
   const Thresholds thresholds;
+  const RecordedConfig recorded;                      // the run config the trace carries, read once (recorded_config)
   bool standin = false;
   std::uint32_t consumer = 0;                         // thread lane of the step ranges
   std::vector<const HostRange*> steps;                // one per step id, ascending
