@@ -2,6 +2,7 @@
 // where a general JSON DOM takes a second).
 #include "stalldx/record/kineto.h"
 
+#include "kineto_events.h"
 #include "kineto_job.h"
 
 #include <fmt/format.h>
@@ -23,58 +24,12 @@ namespace stalldx::record {
 
 namespace {
 
-using simdjson::dom::element;
-using simdjson::dom::object;
-
-enum class Cat { cpu_op, annotation, runtime, kernel, memcpy, memset, ignored, unknown };
-
-Cat category(std::string_view c) {
-  if (c == "cpu_op" || c == "Operator" || c == "operator") return Cat::cpu_op;
-  if (c == "user_annotation" || c == "User annotation") return Cat::annotation;
-  if (c == "cuda_runtime" || c == "cuda_driver" || c == "Runtime" || c == "Driver") return Cat::runtime;
-  if (c == "kernel" || c == "Kernel") return Cat::kernel;
-  if (c == "gpu_memcpy" || c == "Memcpy") return Cat::memcpy;
-  if (c == "gpu_memset" || c == "Memset") return Cat::memset;
-  if (c == "ac2g" || c == "fwdbwd" || c == "python_function" || c == "overhead" || c == "Trace" || c == "gpu_user_annotation" ||
-      c == "cuda_sync" || c == "Python" || c == "Memory" || c == "cpu_instant_event" || c == "gpu_user_annotation" || c == "ProfilerStep")
-    return Cat::ignored;
-  return Cat::unknown;
-}
-
-// "Memcpy HtoD (Pinned -> Device)": direction and host memory kind from the name.
-void memcpy_kind(std::string_view name, ActivityKind& kind, MemKind& host) {
-  kind = ActivityKind::memcpy_other;
-  if (name.find("HtoD") != std::string_view::npos) kind = ActivityKind::memcpy_h2d;
-  else if (name.find("DtoH") != std::string_view::npos) kind = ActivityKind::memcpy_d2h;
-  else if (name.find("DtoD") != std::string_view::npos) kind = ActivityKind::memcpy_d2d;
-  host = MemKind::unknown;
-  if (name.find("Pageable") != std::string_view::npos) host = MemKind::pageable;
-  else if (name.find("Pinned") != std::string_view::npos) host = MemKind::pinned;
-  else if (name.find("Managed") != std::string_view::npos) host = MemKind::managed;
-  else if (kind == ActivityKind::memcpy_d2d) host = MemKind::device;
-}
-
-std::int64_t to_ns(double us) { return static_cast<std::int64_t>(std::llround(us * 1000.0)); }
-
-std::int64_t int_arg(const element& args, const char* key, std::int64_t fallback) {
-  auto v = args[key];
-  if (v.error()) return fallback;
-  if (auto i = v.get_int64(); !i.error()) return i.value();
-  if (auto u = v.get_uint64(); !u.error()) return static_cast<std::int64_t>(u.value());
-  if (auto d = v.get_double(); !d.error()) return static_cast<std::int64_t>(d.value());
-  return fallback;
-}
-
 bool is_copy_call(std::string_view n) { return api_kind(n) == ApiKind::copy; }
 bool is_sync_call(std::string_view n) {
   const ApiKind k = api_kind(n);
   return k == ApiKind::synchronize || k == ApiKind::copy;  // a D2H copy waits for the device
 }
 
-struct PendingRange {
-  HostRange range;
-  bool is_op = false;  // a CPU op (its submit/sync role must be earned by a CUDA call inside it)
-};
 
 }  // namespace
 
@@ -99,153 +54,8 @@ std::optional<std::string_view> kineto_layout_events(const std::string& text) {
   return all.substr(open + open_text.size(), close - open - open_text.size());
 }
 
-// in_runs: read Kineto's own layout in runs when the text has it; anything that does not parse that way
-// is read again as one document, whose parser names the problem.
-Status read_kineto(const std::string& text, const RoleMap& roles, Trace& out, KinetoReport& rep, bool in_runs) {
-  out = Trace{};
-  rep = KinetoReport{};
-  simdjson::dom::parser parser;
-  simdjson::dom::array events;
-  const std::optional<std::string_view> laid_out = in_runs ? kineto_layout_events(text) : std::nullopt;
-  if (!laid_out) {
-    element doc;
-    // parse() reads in place when the string's capacity holds simdjson's padding (read_text_file's does).
-    if (auto err = parser.parse(text).get(doc); err)
-      return Status::parse(fmt::format("not a complete JSON document ({}): a trace cut short, or not a trace", simdjson::error_message(err)));
-    if (doc["traceEvents"].get_array().get(events))
-      return Status::parse("a Kineto trace without a 'traceEvents' array");
-  }
-
-  // Lanes: one per (pid, tid) of host events; names from the M events.
-  std::map<std::pair<std::int64_t, std::int64_t>, std::uint32_t> lane_of;
-  std::map<std::int64_t, std::string> process_names;
-  std::map<std::pair<std::int64_t, std::int64_t>, std::string> thread_names;
-  const auto lane = [&](std::int64_t pid, std::int64_t tid) {
-    auto [it, fresh] = lane_of.emplace(std::make_pair(pid, tid), static_cast<std::uint32_t>(out.threads.size()));
-    if (fresh) out.threads.push_back(ThreadInfo{it->second, tid, "thread", 0, pid, ""});
-    return it->second;
-  };
-  std::vector<PendingRange> ranges;
-  double first_ts = std::numeric_limits<double>::infinity();
-  std::vector<HostRange> folded;  // CPU ops with no role
-  // Per distinct name: its id and role, looked up by string_view (no allocation per event).
-  struct NameInfo {
-    std::uint32_t id;
-    std::optional<Role> role;
-  };
-  TextMap<NameInfo> names;
-  const auto info = [&](std::string_view n) -> const NameInfo& {
-    auto it = names.find(n);
-    if (it != names.end()) return it->second;
-    return names.emplace(std::string(n), NameInfo{out.intern(n), roles.match(std::string(n), "")}).first->second;
-  };
-  const auto intern = [&](std::string_view n) { return info(n).id; };
-  const auto role_of = [&](std::string_view n) { return info(n).role; };
-
-  const auto on_event = [&](const element& ev) {
-    rep.events++;
-    object o;
-    if (ev.get_object().get(o)) { rep.not_understood++; return; }
-    std::string_view ph, cat, name;
-    if (o["ph"].get_string().get(ph)) { rep.not_understood++; return; }
-    {  // Perfetto shows times from the earliest event of any kind: our origin is the same
-      double any_ts = 0;
-      if (!o["ts"].get_double().get(any_ts) && std::isfinite(any_ts)) first_ts = std::min(first_ts, any_ts);
-    }
-    if (ph == "M") {
-      std::string_view what, value;
-      const std::int64_t pid = int_arg(ev, "pid", 0), tid = int_arg(ev, "tid", 0);
-      if (!o["name"].get_string().get(what) && !ev["args"]["name"].get_string().get(value)) {
-        if (what == "process_name") process_names[pid] = std::string(value);
-        else if (what == "thread_name") thread_names[{pid, tid}] = std::string(value);
-      }
-      rep.ignored++;
-      return;
-    }
-    if (ph != "X") {
-      rep.ignored += (ph == "s" || ph == "f" || ph == "i" || ph == "I" || ph == "C") ? 1 : 0;
-      rep.not_understood += (ph == "s" || ph == "f" || ph == "i" || ph == "I" || ph == "C") ? 0 : 1;
-      return;
-    }
-    if (o["cat"].get_string().get(cat)) cat = {};
-    if (o["name"].get_string().get(name)) name = {};
-    double ts = 0, dur = 0;
-    if (o["ts"].get_double().get(ts)) {
-      std::int64_t its = 0;
-      if (o["ts"].get_int64().get(its)) { rep.not_understood++; return; }
-      ts = static_cast<double>(its);
-    }
-    if (o["dur"].get_double().get(dur)) {
-      std::int64_t idur = 0;
-      if (!o["dur"].get_int64().get(idur)) dur = static_cast<double>(idur);
-    }
-    if (!(dur >= 0) || !std::isfinite(ts)) { rep.not_understood++; return; }
-    const std::int64_t begin = to_ns(ts), end = to_ns(ts + dur);
-    element args;
-    const bool has_args = !o["args"].get(args);
-    const std::int64_t pid = int_arg(ev, "pid", 0), tid = int_arg(ev, "tid", 0);
-    const Cat c = category(cat);
-    switch (c) {
-      case Cat::cpu_op:
-      case Cat::annotation: {
-        const std::optional<Role> role = role_of(name);
-        if (c == Cat::cpu_op && !role) {
-          // Kept aside: inside a single-process loader's wait they are the loader's CPU work.
-          folded.push_back(HostRange{begin, end, lane(pid, tid), intern(name), Role::decode});
-          break;
-        }
-        PendingRange p;
-        p.range.begin_ns = begin;
-        p.range.end_ns = end;
-        p.range.thread = lane(pid, tid);
-        p.range.name = intern(name);
-        p.range.role = role.value_or(Role::user);
-        p.is_op = c == Cat::cpu_op;
-        ranges.push_back(p);
-        break;
-      }
-      case Cat::runtime: {
-        RuntimeCall call;
-        call.begin_ns = begin;
-        call.end_ns = end;
-        call.thread = lane(pid, tid);
-        call.name = intern(name);
-        call.correlation = has_args ? static_cast<std::uint64_t>(int_arg(args, "correlation", 0)) : 0;
-        out.calls.push_back(call);
-        rep.calls++;
-        break;
-      }
-      case Cat::kernel:
-      case Cat::memcpy:
-      case Cat::memset: {
-        DeviceActivity a;
-        a.begin_ns = begin;
-        a.end_ns = end;
-        a.name = intern(name);
-        a.kind = c == Cat::kernel ? ActivityKind::kernel : c == Cat::memset ? ActivityKind::memset : ActivityKind::memcpy_other;
-        if (c == Cat::memcpy) memcpy_kind(name, a.kind, a.host_mem);
-        if (has_args) {
-          a.device = static_cast<std::int32_t>(int_arg(args, "device", 0));
-          a.stream = static_cast<std::uint32_t>(int_arg(args, "stream", tid));
-          a.correlation = static_cast<std::uint64_t>(int_arg(args, "correlation", 0));
-          a.bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(0, int_arg(args, "bytes", 0)));
-        }
-        out.activities.push_back(a);
-        rep.device++;
-        break;
-      }
-      case Cat::ignored: rep.ignored++; break;
-      case Cat::unknown: rep.not_understood++; break;
-    }
-  };
-  if (laid_out) {
-    JsonRuns runs;
-    if (!runs.for_each(*laid_out, "\n  },\n", 4, on_event)) return read_kineto(text, roles, out, rep, false);
-    rep.runs = runs.runs();
-  } else {
-    for (element ev : events) on_event(ev);
-  }
-
+// A copy / sync op keeps its role only where it issued the CUDA call that earns it.
+void keep_earned_ops(const KinetoEvents& ev, Trace& out, KinetoReport& rep) {
   // A copy / sync op earns its role by a CUDA call inside it on its thread; otherwise its time stays
   // with its parent (a Dataset's aten::copy_ on CPU tensors is not a transfer).
   std::unordered_map<std::uint32_t, std::vector<const RuntimeCall*>> calls_on;
@@ -260,11 +70,14 @@ Status read_kineto(const std::string& text, const RoleMap& roles, Trace& out, Ki
       if (pred(out.name((*c)->name))) return true;
     return false;
   };
-  for (PendingRange& p : ranges) {
+  for (const KinetoEvents::PendingRange& p : ev.ranges) {
     if (p.is_op && p.range.role == Role::submit && !issued(p.range, &is_copy_call)) { rep.folded_ops++; continue; }
     if (p.is_op && p.range.role == Role::sync && !issued(p.range, &is_sync_call)) { rep.folded_ops++; continue; }
     out.ranges.push_back(p.range);
   }
+}
+
+void keep_loader_ops(const KinetoEvents& ev, Trace& out, KinetoReport& rep) {
   // num_workers=0: the loader runs inside the wait on the loop's own thread; its CPU ops there are the
   // loader's decode/transform work (what is left of the wait — Python file reads, collation — stays
   // unsplit). Elsewhere CPU ops with no role fold into their parents.
@@ -274,7 +87,7 @@ Status read_kineto(const std::string& text, const RoleMap& roles, Trace& out, Ki
       if (r.role == Role::wait_batch) waits[r.thread].push_back(&r);
     for (auto& [th, v] : waits) std::sort(v.begin(), v.end(), [](const HostRange* a, const HostRange* b) { return a->begin_ns < b->begin_ns; });
     std::vector<HostRange> loader_ops;
-    for (const HostRange& op : folded) {
+    for (const HostRange& op : ev.folded) {
       auto it = waits.find(op.thread);
       bool inside = false;
       if (it != waits.end()) {
@@ -288,20 +101,29 @@ Status read_kineto(const std::string& text, const RoleMap& roles, Trace& out, Ki
     rep.loader_ops = loader_ops.size();
     out.ranges.insert(out.ranges.end(), loader_ops.begin(), loader_ops.end());
   }
-  rep.host_ranges = out.ranges.size();
+}
 
+void name_lanes(const KinetoEvents& ev, Trace& out) {
   for (ThreadInfo& th : out.threads) {
-    auto pn = process_names.find(th.pid);
-    if (pn != process_names.end()) th.process = pn->second;
-    auto tn = thread_names.find({th.pid, th.os_tid});
-    th.name = tn != thread_names.end() ? tn->second : fmt::format("thread {}", th.os_tid);
+    auto pn = ev.process_names.find(th.pid);
+    if (pn != ev.process_names.end()) th.process = pn->second;
+    auto tn = ev.thread_names.find({th.pid, th.os_tid});
+    th.name = tn != ev.thread_names.end() ? tn->second : fmt::format("thread {}", th.os_tid);
   }
 
+}
+
+struct StepFacts {
+  int step_ranges = 0;
+  std::int64_t first_step_thread = -1;
+};
+
+// After the steps are assigned: a step-long `submit` range under the annotated ones in each step that
+// launched device work.
+StepFacts add_step_host_work(Trace& out) {
   // Steps, then the host work of each step that no annotation covers: in a PyTorch loop the main thread
   // is waiting for data, synchronizing, or issuing the step's device work — a step-long `submit` range
   // under the mapped ones (innermost wins) says the last.
-  infer_steps(out);
-  const std::uint64_t demoted = assign_steps(out);
   std::map<std::int64_t, std::int64_t> launches_in_step;
   for (const RuntimeCall& c : out.calls)
     if (c.step >= 0) launches_in_step[c.step]++;
@@ -323,28 +145,36 @@ Status read_kineto(const std::string& text, const RoleMap& roles, Trace& out, Ki
     }
   out.ranges.insert(out.ranges.end(), host_work.begin(), host_work.end());
 
+  return {step_ranges, first_step_thread};
+}
+
+void set_meta(const KinetoEvents& ev, const std::string& text, std::optional<std::string_view> laid_out, const KinetoReport& rep, Trace& out) {
   out.meta.host = true;
   out.meta.cupti = rep.device > 0 || rep.calls > 0;
   out.meta.device = "CUDA (torch.profiler trace)";
   out.meta.config["source"] = "torch.profiler";
   read_kineto_job(text, laid_out, out.meta);
   out.meta.skipped_events = rep.not_understood;
-  std::int64_t origin = std::isfinite(first_ts) ? to_ns(first_ts) : INT64_MAX;
+  std::int64_t origin = std::isfinite(ev.first_ts) ? kineto_ns(ev.first_ts) : INT64_MAX;
   for (const HostRange& r : out.ranges) origin = std::min(origin, r.begin_ns);
   for (const DeviceActivity& a : out.activities) origin = std::min(origin, a.begin_ns);
   out.meta.origin_ns = origin == INT64_MAX ? 0 : origin;
 
-  if (step_ranges == 0)
+}
+
+// What the reader could not see, said: no steps, no GPU events, other processes' steps, the loader's workers.
+void add_notes(const Trace& out, const StepFacts& steps, std::uint64_t demoted, KinetoReport& rep) {
+  if (steps.step_ranges == 0)
     rep.notes.push_back("no ProfilerStep#N ranges: profile with a schedule and call prof.step() every iteration, so each step is a range");
   if (rep.device == 0)
     rep.notes.push_back("no GPU events (a CPU-only profile, or CUDA activity off): profile with ProfilerActivity.CUDA to judge stalls against the device");
   std::map<std::int64_t, int> step_pids;
   for (const HostRange& r : out.ranges)
     if (r.role == Role::user && r.step < 0 && out.name(r.name).rfind("ProfilerStep#", 0) == 0) step_pids[out.threads[r.thread].pid]++;
-  if (demoted > 0 && first_step_thread >= 0)
+  if (demoted > 0 && steps.first_step_thread >= 0)
     rep.notes.push_back(fmt::format("steps of {} other thread(s)/process(es) set aside ({} step ranges): one trace per rank — diagnosing pid {} only",
                                     step_pids.size() + (step_pids.empty() ? 1 : 0), demoted,
-                                    out.threads[static_cast<std::size_t>(first_step_thread)].pid));
+                                    out.threads[static_cast<std::size_t>(steps.first_step_thread)].pid));
   bool single_process = false, multi_process = false;
   for (const HostRange& r : out.ranges) {
     const std::string& n = out.name(r.name);
@@ -358,6 +188,44 @@ Status read_kineto(const std::string& text, const RoleMap& roles, Trace& out, Ki
     rep.notes.push_back(fmt::format("num_workers=0: the loader's {} CPU ops inside the waits count as decode work; the rest of each wait "
                                     "(Python file reads, collation) stays unsplit — record_function(\"read_file\") in __getitem__ splits it",
                                     rep.loader_ops));
+}
+
+// in_runs: read Kineto's own layout in runs when the text has it; anything that does not parse that way
+// is read again as one document, whose parser names the problem.
+Status read_kineto(const std::string& text, const RoleMap& roles, Trace& out, KinetoReport& rep, bool in_runs) {
+  out = Trace{};
+  rep = KinetoReport{};
+  simdjson::dom::parser parser;
+  simdjson::dom::array events;
+  const std::optional<std::string_view> laid_out = in_runs ? kineto_layout_events(text) : std::nullopt;
+  if (!laid_out) {
+    simdjson::dom::element doc;
+    // parse() reads in place when the string's capacity holds simdjson's padding (read_text_file's does).
+    if (auto err = parser.parse(text).get(doc); err)
+      return Status::parse(fmt::format("not a complete JSON document ({}): a trace cut short, or not a trace", simdjson::error_message(err)));
+    if (doc["traceEvents"].get_array().get(events))
+      return Status::parse("a Kineto trace without a 'traceEvents' array");
+  }
+
+  KinetoEvents events_in(roles, out, rep);
+  const auto on_event = [&events_in](const simdjson::dom::element& ev) { events_in.on_event(ev); };
+  if (laid_out) {
+    JsonRuns runs;
+    if (!runs.for_each(*laid_out, "\n  },\n", 4, on_event)) return read_kineto(text, roles, out, rep, false);
+    rep.runs = runs.runs();
+  } else {
+    for (simdjson::dom::element ev : events) on_event(ev);
+  }
+
+  keep_earned_ops(events_in, out, rep);
+  keep_loader_ops(events_in, out, rep);
+  rep.host_ranges = out.ranges.size();
+  name_lanes(events_in, out);
+  infer_steps(out);
+  const std::uint64_t demoted = assign_steps(out);
+  const StepFacts steps = add_step_host_work(out);
+  set_meta(events_in, text, laid_out, rep, out);
+  add_notes(out, steps, demoted, rep);
   return Status::ok();
 }
 
