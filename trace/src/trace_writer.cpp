@@ -64,19 +64,26 @@ struct Writer {
   void flush() { os.write(buf.data(), static_cast<std::streamsize>(buf.size())); buf.clear(); }
   void kv_int(const char* key, std::int64_t v) { fmt::format_to(std::back_inserter(buf), ",\"{}\":{}", key, v); }
   void name_field(std::uint32_t id) { buf += ",\"name\":"; append_escaped(buf, t.name(id)); }
+
+  // Sections, in the order written (each appends events; `origin` set first).
+  void lanes();
+  void host_ranges();
+  void runtime_calls();
+  void device_activities();  // with the launch flows from their calls
+  void counters();
+  void metadata();
+
+  std::int64_t origin = 0;
+  std::vector<int> lane_pid;  // by thread id: the lane's pid (kHostPid, or a recorded process's)
+  int host_pid(std::uint32_t thread) const { return thread < lane_pid.size() ? lane_pid[thread] : kHostPid; }
 };
 
 }  // namespace
 
-Status write_trace_json(const Trace& t, std::ostream& os) {
-  Writer w{t, {}, os};
-  const std::int64_t origin = t.meta.origin_ns;
-  w.buf.reserve(1u << 21);
-  w.buf += "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
-
-  // Lanes: host process(es) + threads, one process per device with its streams. Threads of recorded
-  // programs group by their OS process (lane pid kFirstProcessPid + ordinal of first appearance).
-  std::vector<int> lane_pid(t.threads.size(), kHostPid);
+// Lanes: host process(es) + threads, one process per device with its streams. Threads of recorded
+// programs group by their OS process (lane pid kFirstProcessPid + ordinal of first appearance).
+void Writer::lanes() {
+  lane_pid.assign(t.threads.size(), kHostPid);
   {
     std::unordered_map<std::int64_t, int> ordinal;
     bool host_named = false;
@@ -84,8 +91,8 @@ Status write_trace_json(const Trace& t, std::ostream& os) {
       const ThreadInfo& th = t.threads[i];
       if (th.pid == 0) {
         if (!host_named) {
-          w.begin_event();
-          fmt::format_to(std::back_inserter(w.buf), "{{\"ph\":\"M\",\"pid\":{},\"name\":\"process_name\",\"args\":{{\"name\":\"host\"}}}}", kHostPid);
+          begin_event();
+          fmt::format_to(std::back_inserter(buf), "{{\"ph\":\"M\",\"pid\":{},\"name\":\"process_name\",\"args\":{{\"name\":\"host\"}}}}", kHostPid);
           host_named = true;
         }
         continue;
@@ -93,22 +100,21 @@ Status write_trace_json(const Trace& t, std::ostream& os) {
       auto [it, fresh] = ordinal.emplace(th.pid, kFirstProcessPid + static_cast<int>(ordinal.size()));
       lane_pid[i] = it->second;
       if (!fresh) continue;
-      w.begin_event();
-      fmt::format_to(std::back_inserter(w.buf), "{{\"ph\":\"M\",\"pid\":{},\"name\":\"process_name\",\"args\":{{\"name\":", it->second);
-      append_escaped(w.buf, fmt::format("pid {}: {}", th.pid, th.process));
-      w.buf += "}}";
+      begin_event();
+      fmt::format_to(std::back_inserter(buf), "{{\"ph\":\"M\",\"pid\":{},\"name\":\"process_name\",\"args\":{{\"name\":", it->second);
+      append_escaped(buf, fmt::format("pid {}: {}", th.pid, th.process));
+      buf += "}}";
     }
     if (!host_named && t.threads.empty()) {
-      w.begin_event();
-      fmt::format_to(std::back_inserter(w.buf), "{{\"ph\":\"M\",\"pid\":{},\"name\":\"process_name\",\"args\":{{\"name\":\"host\"}}}}", kHostPid);
+      begin_event();
+      fmt::format_to(std::back_inserter(buf), "{{\"ph\":\"M\",\"pid\":{},\"name\":\"process_name\",\"args\":{{\"name\":\"host\"}}}}", kHostPid);
     }
   }
-  const auto host_pid = [&](std::uint32_t thread) { return thread < lane_pid.size() ? lane_pid[thread] : kHostPid; };
   for (const ThreadInfo& th : t.threads) {
-    w.begin_event();
-    fmt::format_to(std::back_inserter(w.buf), "{{\"ph\":\"M\",\"pid\":{},\"tid\":{},\"name\":\"thread_name\",\"args\":{{\"name\":", host_pid(th.id), th.id + 1);
-    append_escaped(w.buf, fmt::format("{} ({})", th.name, th.os_tid));
-    w.buf += "}}";
+    begin_event();
+    fmt::format_to(std::back_inserter(buf), "{{\"ph\":\"M\",\"pid\":{},\"tid\":{},\"name\":\"thread_name\",\"args\":{{\"name\":", host_pid(th.id), th.id + 1);
+    append_escaped(buf, fmt::format("{} ({})", th.name, th.os_tid));
+    buf += "}}";
   }
   std::unordered_map<std::int64_t, bool> lanes;  // (device << 32 | stream) seen
   for (const DeviceActivity& a : t.activities) {
@@ -118,90 +124,104 @@ Status write_trace_json(const Trace& t, std::ostream& os) {
       for (auto& [k, v] : lanes)
         if (k != key && (k >> 32) == a.device) new_device = false;
       if (new_device) {
-        w.begin_event();
-        fmt::format_to(std::back_inserter(w.buf), "{{\"ph\":\"M\",\"pid\":{},\"name\":\"process_name\",\"args\":{{\"name\":\"{}\"}}}}",
+        begin_event();
+        fmt::format_to(std::back_inserter(buf), "{{\"ph\":\"M\",\"pid\":{},\"name\":\"process_name\",\"args\":{{\"name\":\"{}\"}}}}",
                        device_pid(a.device), a.device < 0 ? std::string("device (host stand-in)") : fmt::format("GPU {}", a.device));
       }
-      w.begin_event();
-      fmt::format_to(std::back_inserter(w.buf), "{{\"ph\":\"M\",\"pid\":{},\"tid\":{},\"name\":\"thread_name\",\"args\":{{\"name\":\"{}\"}}}}",
+      begin_event();
+      fmt::format_to(std::back_inserter(buf), "{{\"ph\":\"M\",\"pid\":{},\"tid\":{},\"name\":\"thread_name\",\"args\":{{\"name\":\"{}\"}}}}",
                      device_pid(a.device), a.stream, a.device < 0 ? std::string("stand-in compute") : fmt::format("stream {}", a.stream));
     }
   }
+}
 
+void Writer::host_ranges() {
   for (const HostRange& r : t.ranges) {
-    w.begin_event();
-    fmt::format_to(std::back_inserter(w.buf), "{{\"ph\":\"X\",\"pid\":{},\"tid\":{},\"cat\":\"{}\",\"ts\":", host_pid(r.thread), r.thread + 1, role_name(r.role));
-    append_us(w.buf, r.begin_ns - origin);
-    w.buf += ",\"dur\":";
-    append_us(w.buf, r.end_ns - r.begin_ns);
-    w.name_field(r.name);
-    w.buf += ",\"args\":{\"kind\":\"range\"";
-    if (r.step != -1) w.kv_int("step", r.step);
-    if (r.batch != -1) w.kv_int("batch", r.batch);
-    if (r.sample != -1) w.kv_int("sample", r.sample);
-    if (r.cpu_ns != -1) w.kv_int("cpu_ns", r.cpu_ns);
-    if (r.runq_ns != -1) w.kv_int("runq_ns", r.runq_ns);
-    if (r.bytes != 0) w.kv_int("bytes", static_cast<std::int64_t>(r.bytes));
-    w.buf += "}}";
+    begin_event();
+    fmt::format_to(std::back_inserter(buf), "{{\"ph\":\"X\",\"pid\":{},\"tid\":{},\"cat\":\"{}\",\"ts\":", host_pid(r.thread), r.thread + 1, role_name(r.role));
+    append_us(buf, r.begin_ns - origin);
+    buf += ",\"dur\":";
+    append_us(buf, r.end_ns - r.begin_ns);
+    name_field(r.name);
+    buf += ",\"args\":{\"kind\":\"range\"";
+    if (r.step != -1) kv_int("step", r.step);
+    if (r.batch != -1) kv_int("batch", r.batch);
+    if (r.sample != -1) kv_int("sample", r.sample);
+    if (r.cpu_ns != -1) kv_int("cpu_ns", r.cpu_ns);
+    if (r.runq_ns != -1) kv_int("runq_ns", r.runq_ns);
+    if (r.bytes != 0) kv_int("bytes", static_cast<std::int64_t>(r.bytes));
+    buf += "}}";
   }
+}
+
+void Writer::runtime_calls() {
   for (const RuntimeCall& c : t.calls) {
-    w.begin_event();
-    fmt::format_to(std::back_inserter(w.buf), "{{\"ph\":\"X\",\"pid\":{},\"tid\":{},\"cat\":\"cuda_api\",\"ts\":", host_pid(c.thread), c.thread + 1);
-    append_us(w.buf, c.begin_ns - origin);
-    w.buf += ",\"dur\":";
-    append_us(w.buf, c.end_ns - c.begin_ns);
-    w.name_field(c.name);
-    w.buf += ",\"args\":{\"kind\":\"runtime\"";
-    w.kv_int("correlation", static_cast<std::int64_t>(c.correlation));
-    if (c.step != -1) w.kv_int("step", c.step);
-    w.buf += "}}";
+    begin_event();
+    fmt::format_to(std::back_inserter(buf), "{{\"ph\":\"X\",\"pid\":{},\"tid\":{},\"cat\":\"cuda_api\",\"ts\":", host_pid(c.thread), c.thread + 1);
+    append_us(buf, c.begin_ns - origin);
+    buf += ",\"dur\":";
+    append_us(buf, c.end_ns - c.begin_ns);
+    name_field(c.name);
+    buf += ",\"args\":{\"kind\":\"runtime\"";
+    kv_int("correlation", static_cast<std::int64_t>(c.correlation));
+    if (c.step != -1) kv_int("step", c.step);
+    buf += "}}";
   }
+}
+
+void Writer::device_activities() {
   // Flow starts: runtime call -> device activity, bound to the enclosing runtime slice.
   std::unordered_map<std::uint64_t, const RuntimeCall*> by_corr;
   by_corr.reserve(t.calls.size());
   for (const RuntimeCall& c : t.calls) by_corr.emplace(c.correlation, &c);
   for (const DeviceActivity& a : t.activities) {
-    w.begin_event();
-    fmt::format_to(std::back_inserter(w.buf), "{{\"ph\":\"X\",\"pid\":{},\"tid\":{},\"cat\":\"{}\",\"ts\":", device_pid(a.device), a.stream, activity_kind_name(a.kind));
-    append_us(w.buf, a.begin_ns - origin);
-    w.buf += ",\"dur\":";
-    append_us(w.buf, a.end_ns - a.begin_ns);
-    w.name_field(a.name);
-    w.buf += ",\"args\":{\"kind\":\"device\"";
-    w.kv_int("device", a.device);
-    w.kv_int("stream", a.stream);
-    if (a.bytes != 0) w.kv_int("bytes", static_cast<std::int64_t>(a.bytes));
-    if (a.host_mem != MemKind::none) fmt::format_to(std::back_inserter(w.buf), ",\"host_mem\":\"{}\"", mem_kind_name(a.host_mem));
-    if (a.correlation != 0) w.kv_int("correlation", static_cast<std::int64_t>(a.correlation));
-    if (a.step != -1) w.kv_int("step", a.step);
-    w.buf += "}}";
+    begin_event();
+    fmt::format_to(std::back_inserter(buf), "{{\"ph\":\"X\",\"pid\":{},\"tid\":{},\"cat\":\"{}\",\"ts\":", device_pid(a.device), a.stream, activity_kind_name(a.kind));
+    append_us(buf, a.begin_ns - origin);
+    buf += ",\"dur\":";
+    append_us(buf, a.end_ns - a.begin_ns);
+    name_field(a.name);
+    buf += ",\"args\":{\"kind\":\"device\"";
+    kv_int("device", a.device);
+    kv_int("stream", a.stream);
+    if (a.bytes != 0) kv_int("bytes", static_cast<std::int64_t>(a.bytes));
+    if (a.host_mem != MemKind::none) fmt::format_to(std::back_inserter(buf), ",\"host_mem\":\"{}\"", mem_kind_name(a.host_mem));
+    if (a.correlation != 0) kv_int("correlation", static_cast<std::int64_t>(a.correlation));
+    if (a.step != -1) kv_int("step", a.step);
+    buf += "}}";
     if (a.correlation == 0) continue;
     auto it = by_corr.find(a.correlation);
     if (it == by_corr.end()) continue;
     const RuntimeCall& c = *it->second;
-    w.begin_event();
-    fmt::format_to(std::back_inserter(w.buf), "{{\"ph\":\"s\",\"id\":{},\"pid\":{},\"tid\":{},\"cat\":\"launch\",\"name\":\"launch\",\"ts\":", a.correlation, host_pid(c.thread), c.thread + 1);
-    append_us(w.buf, c.begin_ns - origin);
-    w.buf += "}";
-    w.begin_event();
-    fmt::format_to(std::back_inserter(w.buf), "{{\"ph\":\"f\",\"bp\":\"e\",\"id\":{},\"pid\":{},\"tid\":{},\"cat\":\"launch\",\"name\":\"launch\",\"ts\":", a.correlation, device_pid(a.device), a.stream);
-    append_us(w.buf, a.begin_ns - origin);
-    w.buf += "}";
+    begin_event();
+    fmt::format_to(std::back_inserter(buf), "{{\"ph\":\"s\",\"id\":{},\"pid\":{},\"tid\":{},\"cat\":\"launch\",\"name\":\"launch\",\"ts\":", a.correlation, host_pid(c.thread), c.thread + 1);
+    append_us(buf, c.begin_ns - origin);
+    buf += "}";
+    begin_event();
+    fmt::format_to(std::back_inserter(buf), "{{\"ph\":\"f\",\"bp\":\"e\",\"id\":{},\"pid\":{},\"tid\":{},\"cat\":\"launch\",\"name\":\"launch\",\"ts\":", a.correlation, device_pid(a.device), a.stream);
+    append_us(buf, a.begin_ns - origin);
+    buf += "}";
   }
+}
+
+void Writer::counters() {
   for (const CounterSample& c : t.counters) {
-    w.begin_event();
-    fmt::format_to(std::back_inserter(w.buf), "{{\"ph\":\"C\",\"pid\":{},\"ts\":", kHostPid);
-    append_us(w.buf, c.ts_ns - origin);
-    w.name_field(c.name);
-    if (std::isfinite(c.value)) fmt::format_to(std::back_inserter(w.buf), ",\"args\":{{\"value\":{}}}}}", c.value);
-    else w.buf += ",\"args\":{\"value\":0}}";
+    begin_event();
+    fmt::format_to(std::back_inserter(buf), "{{\"ph\":\"C\",\"pid\":{},\"ts\":", kHostPid);
+    append_us(buf, c.ts_ns - origin);
+    name_field(c.name);
+    if (std::isfinite(c.value)) fmt::format_to(std::back_inserter(buf), ",\"args\":{{\"value\":{}}}}}", c.value);
+    else buf += ",\"args\":{\"value\":0}}";
   }
-  w.buf += "\n],\n\"metadata\":{\"stalldx_version\":1,\"clock\":";
+}
+
+void Writer::metadata() {
+  buf += "\n],\n\"metadata\":{\"stalldx_version\":1,\"clock\":";
   const TraceMeta& m = t.meta;
-  append_escaped(w.buf, m.clock);
-  w.buf += ",\"device\":";
-  append_escaped(w.buf, m.device);
-  fmt::format_to(std::back_inserter(w.buf),
+  append_escaped(buf, m.clock);
+  buf += ",\"device\":";
+  append_escaped(buf, m.device);
+  fmt::format_to(std::back_inserter(buf),
                  ",\"origin_ns\":{},\"collectors\":{{\"host\":{},\"cpu_time\":{},\"nvtx\":{},\"cupti\":{}}},"
                  "\"dropped\":{{\"host\":{},\"counters\":{},\"device\":{}}},\"unmatched_device\":{},\"skipped_events\":{},"
                  "\"interrupted\":{},\"standin\":{},\"steps_completed\":{},"
@@ -209,32 +229,45 @@ Status write_trace_json(const Trace& t, std::ostream& os) {
                  m.origin_ns, m.host, m.cpu_time, m.nvtx, m.cupti, m.dropped_host, m.dropped_counters, m.dropped_device,
                  m.unmatched_device, m.skipped_events, m.interrupted, m.standin, m.steps_completed, m.host_facts.cpus, m.host_facts.usable_cpus,
                  m.host_facts.load_1m_start, m.host_facts.load_1m_end);
-  bool first = true;
+  bool first_key = true;
   for (const auto& [k, v] : m.config) {
-    if (!first) w.buf += ",";
-    first = false;
-    append_escaped(w.buf, k);
-    w.buf += ":";
-    append_escaped(w.buf, v);
+    if (!first_key) buf += ",";
+    first_key = false;
+    append_escaped(buf, k);
+    buf += ":";
+    append_escaped(buf, v);
   }
-  w.buf += "},\"names\":[";
+  buf += "},\"names\":[";
   for (std::size_t i = 0; i < t.names.size(); ++i) {
-    if (i) w.buf += ",";
-    append_escaped(w.buf, t.names[i]);
+    if (i) buf += ",";
+    append_escaped(buf, t.names[i]);
   }
-  w.buf += "],\"threads\":[";
+  buf += "],\"threads\":[";
   for (std::size_t i = 0; i < t.threads.size(); ++i) {
-    if (i) w.buf += ",";
-    fmt::format_to(std::back_inserter(w.buf), "{{\"id\":{},\"os_tid\":{},\"pthread\":\"{}\",\"name\":", t.threads[i].id,
+    if (i) buf += ",";
+    fmt::format_to(std::back_inserter(buf), "{{\"id\":{},\"os_tid\":{},\"pthread\":\"{}\",\"name\":", t.threads[i].id,
                    t.threads[i].os_tid, t.threads[i].pthread_id);
-    append_escaped(w.buf, t.threads[i].name);
+    append_escaped(buf, t.threads[i].name);
     if (t.threads[i].pid != 0) {
-      fmt::format_to(std::back_inserter(w.buf), ",\"pid\":{},\"process\":", t.threads[i].pid);
-      append_escaped(w.buf, t.threads[i].process);
+      fmt::format_to(std::back_inserter(buf), ",\"pid\":{},\"process\":", t.threads[i].pid);
+      append_escaped(buf, t.threads[i].process);
     }
-    w.buf += "}";
+    buf += "}";
   }
-  w.buf += "]}}\n";
+  buf += "]}}\n";
+}
+
+Status write_trace_json(const Trace& t, std::ostream& os) {
+  Writer w{t, {}, os};
+  w.origin = t.meta.origin_ns;
+  w.buf.reserve(1u << 21);
+  w.buf += "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
+  w.lanes();
+  w.host_ranges();
+  w.runtime_calls();
+  w.device_activities();
+  w.counters();
+  w.metadata();
   w.flush();
   os.flush();
   if (!os) return Status::io("write failed while writing the trace");
