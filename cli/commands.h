@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "stalldx/diagnose/diagnosis.h"
+#include "stalldx/tasks/report_output.h"
 #include "stalldx/output_file.h"
 #include "stalldx/text.h"
 #include "stalldx/status.h"
@@ -31,6 +32,8 @@ Action add_capture_command(CLI::App& app);
 
 // The diagnosis thresholds as options (diagnose, record).
 void add_threshold_options(CLI::App& sub, diagnose::Thresholds& th);
+// --json, --svg, --html, --no-summaries: the forms of a diagnosis (diagnose, record).
+void add_report_options(CLI::App& sub, tasks::ReportForms& forms);
 
 // Raised by SIGINT/SIGTERM (installed by main); every long command polls it and stops cleanly.
 StopFlag& stop_flag();

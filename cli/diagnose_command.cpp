@@ -19,8 +19,7 @@ namespace stalldx::cli {
 namespace {
 struct DiagnoseArgs {
   std::vector<std::string> traces;
-  std::string svg, html;
-  bool json = false, no_summaries = false;
+  tasks::ReportForms forms;
   std::vector<int> what_if;
   diagnose::Thresholds th;
   std::string trimmed_dir;  // write each trace cut to keep_steps steady steps here, same file name
@@ -50,6 +49,13 @@ Status write_trimmed(const Trace& t, const std::string& dir, const std::string& 
   return Status::ok();
 }
 }  // namespace
+
+void add_report_options(CLI::App& sub, tasks::ReportForms& forms) {
+  sub.add_flag("--json", forms.json, "print the report as JSON");
+  sub.add_option("--svg", forms.svg, "write a per-step busy + stall chart as SVG");
+  sub.add_option("--html", forms.html, "write the report as one self-contained HTML page");
+  sub.add_flag_callback("--no-summaries", [&forms] { forms.summaries = false; }, "leave out the summary tables");
+}
 
 void add_threshold_options(CLI::App& sub, diagnose::Thresholds& th) {
   sub.add_option("--device-bound-ms", th.device_bound_ms, "stall at or under this (ms) is device-bound")
@@ -85,18 +91,11 @@ int diagnose_ranks(const std::vector<std::string>& files, const DiagnoseArgs& a)
   }
   const diagnose::CrossRankReport rep = acc.finish();
   exit_on_signal(false);
-  std::string out;
-  if (a.json) {
-    out = diagnose::cross_rank_json(rep, standin) + "\n";
-  } else {
-    for (const std::string& l : lines) out += l;
-    out += diagnose::cross_rank_text(rep, standin);
-  }
-  if (!print_checked("diagnose", out)) return 1;
-  if (!a.svg.empty())
-    if (Status st = write_file_atomic(a.svg, diagnose::cross_rank_svg(rep, standin)); !st.is_ok()) return fail("diagnose", st);
-  if (!a.html.empty())
-    if (Status st = write_file_atomic(a.html, diagnose::cross_rank_html(rep, lines, standin)); !st.is_ok()) return fail("diagnose", st);
+  const tasks::RanksReport ranks{rep, lines, standin};
+  tasks::ReportForms forms = a.forms;
+  forms.source = files.front();
+  if (!print_checked("diagnose", tasks::ranks_stdout(ranks, forms))) return 1;
+  if (Status st = tasks::write_ranks_files(ranks, forms); !st.is_ok()) return fail("diagnose", st);
   return 0;
 }
 }  // namespace
@@ -107,10 +106,7 @@ Action add_diagnose_command(CLI::App& app) {
   sub->footer("Manual: docs/verdicts.md; torch.profiler traces: docs/torch-profiler.md; ranks: docs/ranks.md");
   sub->add_option("traces", a->traces, "trace file (stalldx run --trace, stalldx record, torch.profiler); several: one per rank of an "
                                        "MPI job (out.rank*.json), diagnosed across ranks")->required();
-  sub->add_flag("--json", a->json, "print the report as JSON");
-  sub->add_option("--svg", a->svg, "write a per-step busy + stall chart as SVG");
-  sub->add_option("--html", a->html, "write the report as one self-contained HTML page");
-  sub->add_flag("--no-summaries", a->no_summaries, "leave out the summary tables");
+  add_report_options(*sub, a->forms);
   sub->add_option("--what-if", a->what_if, "predict steady img/s at these worker counts (comma-separated) from this run's costs")
       ->delimiter(',')->check(CLI::Range(1, 1024));
   sub->add_option("--trimmed", a->trimmed_dir, "also write each trace cut to --keep-steps steady steps into this folder (same file "
@@ -119,9 +115,9 @@ Action add_diagnose_command(CLI::App& app) {
       ->capture_default_str()->check(CLI::Range(1, 100000));
   add_threshold_options(*sub, a->th);
   return [a] {
-    for (const std::string* path : {&a->svg, &a->html}) {
+    for (const std::string* path : {&a->forms.svg, &a->forms.html}) {
       if (path->empty()) continue;
-      OutputCheck check{path == &a->svg ? "SVG" : "HTML report"};
+      OutputCheck check{path == &a->forms.svg ? "SVG" : "HTML report"};
       if (Status st = check_output_path(*path, check); !st.is_ok()) return fail_input("diagnose", st);
     }
     if (Status st = expand_trace_folders(a->traces); !st.is_ok()) return fail_input("diagnose", st);
@@ -153,16 +149,15 @@ Action add_diagnose_command(CLI::App& app) {
       if (Status st = write_trimmed(t, a->trimmed_dir, trace, a->keep_steps); !st.is_ok()) return fail_input("diagnose", st);
     const diagnose::Report rep = diagnose::diagnose(t, a->th);
     exit_on_signal(false);  // outputs: finish or fail cleanly
-    std::string out = a->json ? diagnose::report_json(rep) + "\n" : diagnose::report_text(rep, !a->no_summaries);
+    tasks::ReportForms forms = a->forms;
+    forms.source = trace;
+    std::string out = tasks::report_stdout(rep, forms);
     if (!a->what_if.empty()) {
       const diagnose::StageCosts costs = diagnose::measure_stage_costs(t, rep, a->th);  // the user's --warmup too
       out += "\n" + diagnose::whatif_table(costs, diagnose::predict_curve(costs, a->what_if));
     }
     if (!print_checked("diagnose", out)) return 1;
-    if (!a->svg.empty())
-      if (Status st = write_file_atomic(a->svg, diagnose::report_svg(rep)); !st.is_ok()) return fail("diagnose", st);
-    if (!a->html.empty())
-      if (Status st = write_file_atomic(a->html, diagnose::report_html(rep, trace)); !st.is_ok()) return fail("diagnose", st);
+    if (Status st = tasks::write_report_files(rep, forms); !st.is_ok()) return fail("diagnose", st);
     return 0;
   };
 }

@@ -16,28 +16,22 @@ namespace stalldx::cli {
 namespace {
 struct RecordArgs {
   tasks::RecordOptions options;
-  std::string roles, step, svg, html, merge, sample;
+  std::string roles, step, merge, sample;
+  tasks::ReportForms forms;
   CLI::Option* sample_opt = nullptr;
   CLI::Option* live_opt = nullptr;
-  bool json = false, no_summaries = false, no_python_hook = false, on_demand = false;
+  bool no_python_hook = false, on_demand = false;
   diagnose::Thresholds th;
 };
 // CMD launched ranks: each rank's trace and its own verdicts, then the cross-rank report (as `stalldx
 // diagnose X.rank*.json` prints it).
 int print_ranks(const tasks::RecordResult& r, const RecordArgs& a) {
   for (const std::string& p : r.rank_traces) note("  rank trace: {}\n", p);
-  std::string out;
-  if (a.json) {
-    out = diagnose::cross_rank_json(*r.ranks, r.ranks_standin) + "\n";
-  } else {
-    for (const std::string& l : r.rank_lines) out += l;
-    out += diagnose::cross_rank_text(*r.ranks, r.ranks_standin);
-  }
-  if (!print_checked("record", out)) return r.exit_code() != 0 ? r.exit_code() : 1;
-  if (!a.svg.empty())
-    if (Status st = write_file_atomic(a.svg, diagnose::cross_rank_svg(*r.ranks, r.ranks_standin)); !st.is_ok()) fail("record", st);
-  if (!a.html.empty())
-    if (Status st = write_file_atomic(a.html, diagnose::cross_rank_html(*r.ranks, r.rank_lines, r.ranks_standin)); !st.is_ok()) fail("record", st);
+  const tasks::RanksReport ranks{*r.ranks, r.rank_lines, r.ranks_standin};
+  tasks::ReportForms forms = a.forms;
+  forms.source = r.trace_path;
+  if (!print_checked("record", tasks::ranks_stdout(ranks, forms))) return r.exit_code() != 0 ? r.exit_code() : 1;
+  if (Status st = tasks::write_ranks_files(ranks, forms); !st.is_ok()) fail("record", st);
   return r.exit_code();
 }
 }  // namespace
@@ -81,10 +75,7 @@ Action add_record_command(CLI::App& app) {
                   "a second Ctrl-C sends the command SIGTERM, and SIGKILL this many seconds later (a third: at once)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 3600.0));
-  sub->add_flag("--json", a->json, "print the report as JSON");
-  sub->add_option("--svg", a->svg, "write a per-step busy + stall chart as SVG");
-  sub->add_option("--html", a->html, "write the report as one self-contained HTML page");
-  sub->add_flag("--no-summaries", a->no_summaries, "leave out the summary tables");
+  add_report_options(*sub, a->forms);
   add_threshold_options(*sub, a->th);
   sub->add_option("command", a->options.command, "the program and its arguments, after --");
   sub->footer("Example: stalldx record --trace train.json -- python train.py --epochs 1\n"
@@ -111,9 +102,9 @@ Action add_record_command(CLI::App& app) {
     if (a->live_opt->count() == 0 && (a->options.sample.samples() || !a->options.live_json.empty())) a->options.live_s = 30;
     a->options.live = [](const std::string& line) { note("{}\n", line); };
     const std::string trace_path = tasks::record_trace_path(a->options);  // this rank's, under a launcher
-    for (const std::string* path : std::initializer_list<const std::string*>{&trace_path, &a->svg, &a->html, &a->options.live_json}) {
+    for (const std::string* path : std::initializer_list<const std::string*>{&trace_path, &a->forms.svg, &a->forms.html, &a->options.live_json}) {
       if (path->empty()) continue;
-      OutputCheck check{path == &a->svg ? "SVG" : path == &a->html ? "HTML report" : path == &a->options.live_json ? "live JSON" : "trace"};
+      OutputCheck check{path == &a->forms.svg ? "SVG" : path == &a->forms.html ? "HTML report" : path == &a->options.live_json ? "live JSON" : "trace"};
       if (Status st = check_output_path(*path, check); !st.is_ok()) return fail_input("record", st);
     }
     a->options.inject_library = tasks::find_inject_library("");
@@ -130,13 +121,11 @@ Action add_record_command(CLI::App& app) {
     note("  trace: {}\n", r.trace_path);
     if (r.ranks) return print_ranks(r, *a);
     const diagnose::Report rep = diagnose::diagnose(r.trace, a->th);
-    const std::string out = a->json ? diagnose::report_json(rep) + "\n" : diagnose::report_text(rep, !a->no_summaries);
-    if (!print_checked("record", out)) return r.exit_code() != 0 ? r.exit_code() : 1;
+    tasks::ReportForms forms = a->forms;
+    forms.source = r.trace_path;
+    if (!print_checked("record", tasks::report_stdout(rep, forms))) return r.exit_code() != 0 ? r.exit_code() : 1;
     if (stop_flag().stopped() && r.merged_only) return stop_flag().exit_code();
-    if (!a->svg.empty())
-      if (Status st = write_file_atomic(a->svg, diagnose::report_svg(rep)); !st.is_ok()) fail("record", st);
-    if (!a->html.empty())
-      if (Status st = write_file_atomic(a->html, diagnose::report_html(rep, r.trace_path)); !st.is_ok()) fail("record", st);
+    if (Status st = tasks::write_report_files(rep, forms); !st.is_ok()) fail("record", st);
     return r.exit_code();
   };
 }

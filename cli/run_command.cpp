@@ -89,20 +89,14 @@ Action add_run_command(CLI::App& app) {
     const bool report = c.rank == 0;
     if (report) {
       // Profiled: the diagnosis of this very run follows the measurements.
-      std::string out;
       const diagnose::Report rep = r.has_trace ? diagnose::diagnose(r.trace) : diagnose::Report{};
-      if (a->json) {
-        nlohmann::json j = tasks::run_report_json(r);
-        if (r.has_trace) j["diagnosis"] = nlohmann::json::parse(diagnose::report_json(rep));
-        out = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-      } else {
-        out = tasks::run_report_text(r);
-        if (r.has_trace) out += "\n" + diagnose::report_text(rep, true);
-      }
-      if (!print_checked("run", out)) rc = 1;
-      if (r.has_trace && !a->html.empty())
-        if (Status ws = write_file_atomic(a->html, diagnose::report_html(rep, c.trace.empty() ? std::string("stalldx run") : c.trace)); !ws.is_ok())
-          rc = fail("run", ws);
+      tasks::ReportForms forms;
+      forms.json = a->json;
+      forms.html = a->html;
+      forms.source = c.trace.empty() ? std::string("stalldx run") : c.trace;
+      if (!print_checked("run", tasks::run_stdout(r, r.has_trace ? &rep : nullptr, forms))) rc = 1;
+      if (r.has_trace)
+        if (Status ws = tasks::write_report_files(rep, forms); !ws.is_ok()) rc = fail("run", ws);
     }
     if (r.has_trace && !c.trace.empty()) {
       if (Status ws = write_trace_file(r.trace, c.trace); !ws.is_ok()) return fail("run", ws);
