@@ -71,37 +71,29 @@ Status rank_steps(const Trace& t, const std::string& file, const Thresholds& th,
   // A rank arrives at a step's collective when its host enters the collective range — or, when that
   // range only enqueued device work (NCCL), when that work began on the device: the other ranks' kernels
   // wait there for this one's, whatever its host did meanwhile.
-  std::map<std::int64_t, std::int64_t> arrive;  // step -> first collective begin
-  const auto earliest = [&arrive](std::int64_t step, std::int64_t ts) {
-    auto [it, fresh] = arrive.emplace(step, ts);
-    if (!fresh) it->second = std::min(it->second, ts);
-  };
   // And it leaves when the last of those ends: the next step's own time runs from there.
-  std::map<std::int64_t, std::int64_t> leave;  // step -> last collective end
-  const auto latest = [&leave](std::int64_t step, std::int64_t ts) {
-    auto [it, fresh] = leave.emplace(step, ts);
-    if (!fresh) it->second = std::max(it->second, ts);
+  std::map<std::int64_t, std::int64_t> arrive, leave;  // step -> first collective begin, last collective end
+  const auto span = [&arrive, &leave](std::int64_t step, std::int64_t begin_ns, std::int64_t end_ns) {
+    if (auto [it, fresh] = arrive.emplace(step, begin_ns); !fresh) it->second = std::min(it->second, begin_ns);
+    if (auto [it, fresh] = leave.emplace(step, end_ns); !fresh) it->second = std::max(it->second, end_ns);
   };
   for (std::size_t i : activities_launched_within(t, Role::collective)) {
     const DeviceActivity& a = t.activities[i];
     if (a.step < 0 || !is_device_work(a.kind)) continue;
-    earliest(a.step, a.begin_ns);
-    latest(a.step, a.end_ns);
+    span(a.step, a.begin_ns, a.end_ns);
     out.arrival = RankSteps::Arrival::device_collective;
   }
   if (out.arrival == RankSteps::Arrival::none) {
     for (const HostRange& r : t.ranges)
       if (r.role == Role::collective && r.step >= 0) {
-        earliest(r.step, r.begin_ns);
-        latest(r.step, r.end_ns);
+        span(r.step, r.begin_ns, r.end_ns);
         out.arrival = RankSteps::Arrival::host_collective;
       }
   }
   if (out.arrival == RankSteps::Arrival::none) {  // NCCL's kernels launched by no marked call (DDP's reducer)
     for (const DeviceActivity& a : t.activities)
       if (a.step >= 0 && a.kind == ActivityKind::kernel && is_collective_kernel(t.names[a.name])) {
-        earliest(a.step, a.begin_ns);
-        latest(a.step, a.end_ns);
+        span(a.step, a.begin_ns, a.end_ns);
         out.arrival = RankSteps::Arrival::device_collective;
       }
   }
@@ -110,8 +102,7 @@ Status rank_steps(const Trace& t, const std::string& file, const Thresholds& th,
     // for the batch ended) and leaves when it ends — the others' all-reduce held them until then.
     for (const HostRange& r : t.ranges)
       if (r.role == Role::step && r.step >= 0) {
-        earliest(r.step, r.begin_ns);
-        latest(r.step, r.end_ns);
+        span(r.step, r.begin_ns, r.end_ns);
       }
     for (const HostRange& r : t.ranges)
       if (r.role == Role::wait_batch && r.step >= 0)
