@@ -6,7 +6,9 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -27,7 +29,10 @@ Action add_diagnose_command(CLI::App& app);
 Action add_sweep_command(CLI::App& app);
 Action add_eval_command(CLI::App& app);
 Action add_tune_command(CLI::App& app);
-Action add_record_command(CLI::App& app);
+// `command`: what followed the first standalone `--` on the command line (main splits it off before
+// CLI11 parses: an option of optional value, `--sample`, would otherwise take the `--` as its own end
+// and the command's options as stalldx's). Filled before the action runs; read by it.
+Action add_record_command(CLI::App& app, const std::vector<std::string>& command);
 Action add_capture_command(CLI::App& app);
 
 // The diagnosis thresholds as options (diagnose, record).

@@ -3,7 +3,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
+#include <string>
+#include <vector>
 
 #include "commands.h"
 #include "stalldx/text.h"
@@ -56,6 +59,12 @@ void exit_on_signal(bool immediately) {
 }  // namespace stalldx::cli
 
 int main(int argc, char** argv) {
+  // The command after the first standalone `--` (record's CMD) never reaches CLI11.
+  std::vector<std::string> args(argv + 1, argv + argc);
+  const auto dashes = std::find(args.begin(), args.end(), std::string("--"));
+  const std::vector<std::string> command(dashes == args.end() ? args.end() : dashes + 1, args.end());
+  const bool has_dashes = dashes != args.end();
+  args.erase(dashes, args.end());
   CLI::App app{"stalldx: per-step diagnosis of GPU input-pipeline stalls (retrieval, decoding, submission, device-bound)"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "stalldx 0.1.0");
@@ -70,7 +79,7 @@ int main(int argc, char** argv) {
   const stalldx::cli::Action eval = stalldx::cli::add_eval_command(app);
   const stalldx::cli::Action sweep = stalldx::cli::add_sweep_command(app);
   const stalldx::cli::Action tune = stalldx::cli::add_tune_command(app);
-  const stalldx::cli::Action record = stalldx::cli::add_record_command(app);
+  const stalldx::cli::Action record = stalldx::cli::add_record_command(app, command);
   const stalldx::cli::Action capture = stalldx::cli::add_capture_command(app);
 
   for (CLI::App* sub : app.get_subcommands({})) sub->fallthrough();
@@ -80,7 +89,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   try {
-    app.parse(argc, argv);
+    std::reverse(args.begin(), args.end());  // CLI11 takes a vector last argument first
+    app.parse(args);
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
@@ -89,6 +99,10 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);  // a closed stdout is a write error we report, not a silent death
   for (CLI::App* sub : app.get_subcommands()) {
     const std::string name = sub->get_name();
+    if (has_dashes && name != "record") {
+      stalldx::cli::note("stalldx {}: takes no command after --\n", name);
+      return 2;
+    }
     if (name == "run") return run();
     if (name == "dataset") return dataset();
     if (name == "diagnose") return diagnose();

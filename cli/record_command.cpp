@@ -36,10 +36,11 @@ int print_ranks(const tasks::RecordResult& r, const RecordArgs& a) {
 }
 }  // namespace
 
-Action add_record_command(CLI::App& app) {
+Action add_record_command(CLI::App& app, const std::vector<std::string>& command) {
   auto a = std::make_shared<RecordArgs>();
   CLI::App* sub = app.add_subcommand(
-      "record", "run any program unmodified, record its NVTX ranges and CUDA activity (injection), and diagnose every step");
+      "record", "run any program unmodified, record its NVTX ranges and CUDA activity (injection), and diagnose every step\n"
+      "  stalldx record [OPTIONS] -- CMD [ARGS...]   (everything after -- is the command, as typed)");
   sub->add_option("--trace", a->options.trace, "where to write the merged trace")->capture_default_str();
   sub->add_option("--roles", a->roles, "TOML file mapping range names to roles ([[role]] match = \"regex\", role = \"...\")");
   sub->add_option("--step", a->step, "regular expression, found anywhere in a range name (as grep; ^ and $ anchor): those ranges are the steps");
@@ -52,8 +53,9 @@ Action add_record_command(CLI::App& app) {
   sub->add_flag("--cuda-every-call", [a](std::int64_t) { a->options.optional.every_call = true; },
                 "record CUDA calls that only query state too (cudaGetLastError, cudaFuncGetAttributes, ...: heavier)");
   a->sample_opt = sub->add_option("--sample", a->sample,
-                                  "device records (CUPTI) in windows: K/N records K steps in every N and detaches CUPTI between "
-                                  "(no cost there); K/N+F after F full steps; alone: auto = every step of the first 50, then 5 in every 100")
+                                  "device records (CUPTI) in windows: K/N records K steps in every N and turns CUPTI's records off between "
+                                  "(CUPTI stays loaded: a launch-bound loop still pays some, see --cupti-detach); K/N+F after F full steps; "
+                                  "alone: auto = every step of the first 50, then 5 in every 100")
                       ->expected(0, 1);
   a->live_opt = sub->add_option("--live", a->options.live_s,
                                 "every this many seconds while the command runs, print one line: the time share by class and steps/s "
@@ -61,7 +63,7 @@ Action add_record_command(CLI::App& app) {
                     ->check(CLI::Range(0.0, 86400.0));
   sub->add_flag("--cupti-detach", a->options.cupti_detach,
                 "with --sample / --on-demand: finalize CUPTI between windows (no cost there at all) instead of only turning its "
-                "records off; experimental: it crashed some PyTorch runs on the H100/H200 (docs/measurements.md)");
+                "records off; experimental: before a fix it crashed PyTorch runs, after it 3 of 3 ran (docs/measurements.md)");
   sub->add_flag("--on-demand", a->on_demand,
                 "no device records until asked: `stalldx capture PID --steps K` records the next K steps (NVTX ranges throughout)");
   sub->add_option("--live-json", a->options.live_json, "append each live line to this file as JSON (one object a line)");
@@ -77,12 +79,12 @@ Action add_record_command(CLI::App& app) {
       ->check(CLI::Range(0.0, 3600.0));
   add_report_options(*sub, a->forms);
   add_threshold_options(*sub, a->th);
-  sub->add_option("command", a->options.command, "the program and its arguments, after --");
   sub->footer("Example: stalldx record --trace train.json -- python train.py --epochs 1\n"
               "A long run: stalldx record --sample -- python train.py   (CUPTI in windows, detached between; a live line every 30 s)\n"
               "Ctrl-C is passed to the command; a second one ends it (SIGTERM, then SIGKILL after --kill-after).\n"
               "Manual: docs/record.md; PyTorch scripts: docs/pytorch.md");
-  return [a] {
+  return [a, &command] {
+    a->options.command = command;
     // Everything the user gave is checked before CMD starts (exit 2).
     if (a->merge.empty() == a->options.command.empty())
       return fail_input("record", Status::invalid(a->merge.empty() ? "no command: stalldx record [options] -- CMD [ARGS...]"

@@ -81,7 +81,8 @@ TEST(Cli, BadInputsExitTwoWithAMessage) {
                                   fmt::format("run --config {}/bad.toml", dir), "run --config /nonexistent.toml",
                                   "diagnose /nonexistent-trace.json", "run --collective quantum",
                                   fmt::format("run --data {} --device none --collective nccl", small_dataset()),
-                                  fmt::format("diagnose {}/bad_traces/truncated.json", STALLDX_TEST_DATA)};
+                                  fmt::format("diagnose {}/bad_traces/truncated.json", STALLDX_TEST_DATA),
+                                  "diagnose -- ls", "record --trace x.json"};  // a command after -- is record's alone; record needs one
   for (const char* bad : {"wrong_type", "zero_workers", "negative_batch", "malformed", "unknown_key", "bad_enum", "duplicate_table",
                           "duplicate_key", "misspelled_key", "nan_value"})
     cases.push_back(fmt::format("run --config {}/bad_configs/{}.toml", STALLDX_TEST_DATA, bad));  // flags would win over the file

@@ -166,8 +166,10 @@ TEST(SampledDiagnosis, StepsOutsideWindowsAreJudgedFromHostRecordsOrCarryTheNear
 #ifdef NVTX_LOOP
 // nvtx_loop marks 20 "step" ranges; under --sample 2/5+3 the scheduler (in the injection library, no
 // device) opens windows at steps 0 (the start), 8, 13 and 18 and closes them at 5, 10, 15 and the end.
+// `--sample 2/5+3 -- nvtx_loop --steps …`: an option of optional value right before `--` (CLI11 took
+// the `--` as the option's end, and the command's --steps as record's: "not expected").
 TEST(RecordSample, AProgramWithNoDeviceMarksItsWindowsAtItsSteps) {
-  const Recorded r = record("--steps 20 --workers 1 --read-ms 2 --decode-ms 0 --step-ms 1", "--sample 2/5+3 --live 0");
+  const Recorded r = record("--steps 20 --workers 1 --read-ms 2 --decode-ms 0 --step-ms 1", "--live 0 --sample 2/5+3");
   ASSERT_EQ(r.rc, 0) << r.log;
   Trace t;
   ASSERT_TRUE(read_trace_file(r.trace_path, t).is_ok()) << r.log;
