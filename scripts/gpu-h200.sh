@@ -24,6 +24,8 @@
 #                         on example 3 device-bound and decode-bound (ROUNDS, CASES)
 #   gpu-h200.sh sampling  record --sample: 120 attach/detach cycles (record_gpu_test), example 2 native / `--sample 5/100`
 #                         pairs (ROUNDS, STEPS), full `record` pairs (FULL_ROUNDS), the seed workload native / sampled pairs
+#   gpu-h200.sh samplecost  where --sample's cost goes: native / NVTX only / CUPTI never started / one window / 5/100 / finalized
+#   gpu-h200.sh detach    native / `--sample 5/100 --cupti-detach` pairs on example 2; a crash's stack kept
 #   gpu-h200.sh samplematrix  the scenario matrix natively and under `record --sample 3/6`, per-step agreement (in windows too)
 #   gpu-h200.sh ddp       torchrun --nproc-per-node 2 DDP ResNet-50 (gloo), rank 1 with slow reads / balanced: under record
 #                         and as torch.profiler traces, each diagnosed across ranks
@@ -183,6 +185,29 @@ sampling)
   { stalldx diagnose /tmp/sample.json | head -12; stalldx diagnose /tmp/sample.json | grep -E "carried|host records" | head -5; tail -3 /tmp/live.jsonl
     ls -la /tmp/sample.json /tmp/full.json /tmp/seed-sample.json; } > "$OUT/sample-report.txt" 2>&1
   ;;
+samplecost)  # where --sample's cost goes on example 2: native against NVTX + hook only, CUPTI never started
+            # (--on-demand), one window then none (5/1000), 5/100, 5/100 finalizing between windows; ROUNDS
+  ex="$py --workers 12 --steps ${STEPS:-120}"
+  rate() { timeout ${RUN_TIMEOUT:-120} "$@" > /tmp/sc.log 2>&1; r=$(grep -oE "[0-9]+ img/s" /tmp/sc.log | head -1 | grep -oE "[0-9]+")
+           [ -n "$r" ] && echo "$r" || { echo "-"; grep -vE "^ +[0-9]+ +[0-9.]+ " /tmp/sc.log | tail -40 | cut -c1-300 >> "$OUT/samplecost-failures.txt"; }; }
+  rec="stalldx record --warmup 3 --trace /tmp/sc.json"
+  for i in ${ROUNDS:-1 2 3}; do
+    echo "round $i native $(rate $ex) nvtx $(rate $rec --no-cuda -- $ex) ondemand $(rate $rec --on-demand -- $ex)" \
+         "one-window $(rate $rec --sample 5/1000 -- $ex) sample $(rate $rec --sample 5/100 -- $ex)" \
+         "detach $(STALLDX_CRASH_BACKTRACE=1 PYTHONFAULTHANDLER=1 rate $rec --sample 5/100 --cupti-detach -- $ex)"
+  done > "$OUT/samplecost.txt" 2>&1
+  ;;
+detach)  # --cupti-detach's safety and cost on example 2: native / `--sample 5/100 --cupti-detach` pairs, ABBA;
+         # a crash writes its native stack and the last finalize's thread (STALLDX_CRASH_BACKTRACE) to a kept log
+  ex="$py --workers 12 --steps ${STEPS:-120}"
+  rate() { timeout ${RUN_TIMEOUT:-120} "$@" > /tmp/dt.log 2>&1; echo "rc=$?" >> /tmp/dt.log; r=$(grep -oE "[0-9]+ img/s" /tmp/dt.log | head -1 | grep -oE "[0-9]+")
+           [ -n "$r" ] && echo "$r" || { echo "-"; cp /tmp/dt.log "$OUT/detach-fail-$(date +%s).log"; }; }
+  det="stalldx record --sample 5/100 --cupti-detach --warmup 3 --trace /tmp/dt.json --"
+  for i in ${ROUNDS:-1 2 3 4}; do
+    if (( i % 2 )); then n=$(rate $ex); d=$(STALLDX_CRASH_BACKTRACE=1 rate $det $ex); else d=$(STALLDX_CRASH_BACKTRACE=1 rate $det $ex); n=$(rate $ex); fi
+    echo "round $i native $n detach $d"
+  done > "$OUT/detach.txt" 2>&1
+  ;;
 samplematrix)
   grep -v -E "^seed-long\b" ${SCENARIOS:-configs/scenarios-h200.tsv} > /tmp/matrix.tsv
   stalldx eval /tmp/matrix.tsv --record --record-args "${MATRIX_REC_ARGS:---sample 3/6}" --against-native --out /tmp/evs --min-accuracy 0 > "$OUT/eval-sampled.txt" 2>&1
@@ -273,10 +298,10 @@ ddp)  # torchrun --nproc-per-node 2, DDP ResNet-50 (gloo: two ranks on one GPU),
     name=${c%%|*}; args=${c#*|}
     [[ -n "${CASES:-}" && ",$CASES," != *",$name,"* ]] && continue
     echo "== $name under record: $args"
-    timeout 240 stalldx record --trace /tmp/ddp-$name.json -- $trun --steps ${STEPS:-30} $args > /tmp/ddp-$name.log 2>&1; echo "rc=$?"
+    timeout ${RUN_TIMEOUT:-240} stalldx record --trace /tmp/ddp-$name.json -- $trun --steps ${STEPS:-30} $args > /tmp/ddp-$name.log 2>&1; echo "rc=$?"
     grep -vE "^ +[0-9]+ +[0-9.]+ |^  step [0-9]+:" /tmp/ddp-$name.log | cut -c1-400 | head -30
     echo "== $name, torch.profiler traces of the same job"
-    timeout 200 $trun --steps ${KSTEPS:-15} $args --kineto-dir /tmp/kt-$name > /tmp/kt-$name.log 2>&1; echo "rc=$?"; grep -E "img/s|Error" /tmp/kt-$name.log | head -5
+    timeout ${RUN_TIMEOUT:-200} $trun --steps ${KSTEPS:-15} $args --kineto-dir /tmp/kt-$name > /tmp/kt-$name.log 2>&1; echo "rc=$?"; grep -E "img/s|Error" /tmp/kt-$name.log | head -5
     ls -la /tmp/kt-$name; timeout 200 stalldx diagnose /tmp/kt-$name 2>&1 | grep -vE "^  step [0-9]+:" | cut -c1-400 | head -30
   done > "$OUT/ddp.txt" 2>&1
   tar czf "$OUT/ddp-traces.tgz" -C /tmp $(cd /tmp && ls ddp-*.rank*.json ddp-*.log 2>/dev/null)

@@ -21,6 +21,7 @@
 #include <string_view>
 #include <thread>
 
+#include "crash_backtrace.h"
 #include "part_writer.h"
 #include "step_marks.h"
 #include "stalldx/cuda.h"
@@ -175,6 +176,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
   const int marker = ::open(part_path(".cuda.started").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (marker >= 0) ::close(marker);
   g_session_pid = getpid();
+  stalldx::inject::install_crash_backtrace(&stalldx::cuda::write_detach_state);
   std::int64_t window = 0;
   const bool open_now = stalldx::inject::set_window_hook(&on_window, window);
   {

@@ -23,5 +23,8 @@ Status install_cupti(Session& session);
 void detach_cupti();
 // Detaches finished so far in this process (requests honoured).
 long cupti_detaches();
+// One line on `fd` about the detaches (how many, the last finalize's thread and time); async-signal-
+// safe, for a crash handler.
+void write_detach_state(int fd);
 
 }  // namespace stalldx::cuda
