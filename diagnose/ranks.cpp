@@ -71,6 +71,25 @@ void CrossRankAccumulator::arrival_notes(std::vector<std::string>& notes) const 
                                 n(A::batch_ready), n(A::none)));
 }
 
+namespace {
+// The run's straggler by the time it cost the others, not only by how many steps it held up: the rank
+// the others waited for longest, when that is most of all waiting (60 %) and it held up most steps or a
+// costly share of the steady time; else -1.
+int run_straggler(const CrossRankReport& out, const CrossRankThresholds& th) {
+  double waited_all = 0;
+  const RankRow* worst = nullptr;
+  for (const RankRow& r : out.ranks) {
+    waited_all += r.waited_ms;
+    if (r.steady_steps > 0 && r.straggler_steps > 0 && (worst == nullptr || r.waited_ms > worst->waited_ms)) worst = &r;
+  }
+  if (worst == nullptr) return -1;
+  const bool most_steps = worst->straggler_steps >= th.consistent_share * static_cast<double>(out.steps.size());
+  const bool costly = out.steady_ms > 0 && worst->waited_ms >= th.costly_share * out.steady_ms;
+  constexpr double kMostOfTheWaiting = 0.6;  // ranks taking turns (each about half) name none
+  return (most_steps || costly) && worst->waited_ms >= kMostOfTheWaiting * waited_all ? worst->rank : -1;
+}
+}  // namespace
+
 CrossRankReport CrossRankAccumulator::finish() const {
   CrossRankReport out;
   out.world_size = world_size_;
@@ -153,6 +172,7 @@ CrossRankReport CrossRankAccumulator::finish() const {
       if (st.step >= 0 && !st.warmup && st.step <= r.last_step) ++row(r.rank).steady_steps;
   for (const StepState& st : steps_) {
     if (st.step < 0 || st.warmup) continue;
+    if (st.windows > 0) out.steady_ms += st.window_sum_ms / st.windows;
     CrossStep cs;
     cs.step = st.step;
     if (dead != nullptr && dead->last_step < st.step) {
@@ -196,8 +216,7 @@ CrossRankReport CrossRankAccumulator::finish() const {
     }
     out.steps.push_back(std::move(cs));
   }
-  for (const RankRow& r : out.ranks)
-    if (r.steady_steps > 0 && r.straggler_steps >= th_.consistent_share * static_cast<double>(out.steps.size())) out.run_straggler = r.rank;
+  out.run_straggler = run_straggler(out, th_);
   if (skew_steps > 0)
     out.notes.push_back(fmt::format("{} step{} the ranks arrived apart only because they left the previous all-reduce as far apart (their "
                                     "own steps took as long): no straggler named there", skew_steps, skew_steps == 1 ? "" : "s"));
@@ -225,6 +244,18 @@ std::string rank_list(const std::vector<int>& v) {
 }  // namespace
 
 
+std::string run_straggler_sentence(const CrossRankReport& r, bool standin) {
+  if (r.run_straggler < 0) return fmt::format("no consistent straggler: {} of {} steady steps balanced", r.balanced_steps, r.steps.size());
+  const RankRow& row = *std::find_if(r.ranks.begin(), r.ranks.end(), [&](const RankRow& x) { return x.rank == r.run_straggler; });
+  const bool few = row.straggler_steps * 2 < static_cast<int>(r.steps.size());
+  return fmt::format("rank {} is the straggler: the others waited {:.1f} ms for it{}, on {} of {} steady steps ({}){} — fix its input "
+                     "first (its own report says how); the other ranks' verdicts are not their own problem",
+                     r.run_straggler, row.waited_ms,
+                     r.steady_ms > 0 ? fmt::format(", {:.0f} % of the steady time", 100 * row.waited_ms / r.steady_ms) : std::string(),
+                     row.straggler_steps, r.steps.size(), verdict_name(main_verdict(row), standin),
+                     few ? ": few but long waits (the steps between were balanced)" : "");
+}
+
 std::string cross_rank_text(const CrossRankReport& r, bool standin, int max_step_lines) {
   std::string s = fmt::format("across ranks: {} of {} ranks, run {} | steady steps {} | with a straggler {} | balanced {}\n", r.ranks.size(),
                               r.world_size, r.run_id, r.steps.size(), r.steps.size() - static_cast<std::size_t>(r.balanced_steps), r.balanced_steps);
@@ -249,14 +280,7 @@ std::string cross_rank_text(const CrossRankReport& r, bool standin, int max_step
   for (const RankRow& row : r.ranks)
     s += fmt::format("  {:>5} {:>7} {:>10} {:>11.1f} ms  {}{}\n", row.rank, row.steady_steps, row.straggler_steps, row.waited_ms,
                      row.straggler_steps ? verdict_name(main_verdict(row), standin) : "-", row.interrupted ? " (run ended early)" : "");
-  if (r.run_straggler >= 0) {
-    const RankRow& row = *std::find_if(r.ranks.begin(), r.ranks.end(), [&](const RankRow& x) { return x.rank == r.run_straggler; });
-    s += fmt::format("  → rank {} is the straggler on {} of {} steady steps ({}): the others wait for it in every all-reduce — fix its "
-                     "input first (its own report says how); the other ranks' verdicts are not their own problem\n",
-                     r.run_straggler, row.straggler_steps, r.steps.size(), verdict_name(main_verdict(row), standin));
-  } else {
-    s += fmt::format("  → no consistent straggler: {} of {} steady steps balanced\n", r.balanced_steps, r.steps.size());
-  }
+  s += "  → " + run_straggler_sentence(r, standin) + "\n";
   return s;
 }
 
@@ -268,6 +292,7 @@ std::string cross_rank_json(const CrossRankReport& r, bool standin) {
   j["notes"] = r.notes;
   j["run_straggler"] = r.run_straggler;
   j["balanced_steps"] = r.balanced_steps;
+  j["steady_ms"] = r.steady_ms;
   for (const CrossStep& c : r.steps)
     j["steps"].push_back({{"step", c.step}, {"straggler", c.straggler}, {"never_arrived", c.never_arrived}, {"waited_ms", c.waited_ms},
                           {"waiting", c.waiting}, {"straggler_verdict", c.straggler >= 0 ? verdict_name(c.straggler_verdict, standin) : ""},

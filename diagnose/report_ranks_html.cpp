@@ -29,14 +29,9 @@ std::string cross_rank_html(const CrossRankReport& r, const std::vector<std::str
   fmt::format_to(o, "<header><h1>stalldx diagnosis across ranks</h1><div class=\"muted\">run {} · {} of {} ranks · {} steady steps</div></header>\n",
                  esc(r.run_id), r.ranks.size(), r.world_size, r.steps.size());
   out += "<section id=\"summary\"><h2>Verdict</h2><p>";
-  if (r.run_straggler >= 0) {
-    const RankRow& row = *std::find_if(r.ranks.begin(), r.ranks.end(), [&](const RankRow& x) { return x.rank == r.run_straggler; });
-    fmt::format_to(o, "<b>rank {} is the straggler</b> on {} of {} steady steps ({}): the others wait for it in every all-reduce — fix its "
-                   "input first (its own report says how); the other ranks' verdicts are not their own problem.",
-                   r.run_straggler, row.straggler_steps, r.steps.size(), esc(verdict_name(main_verdict(row), standin)));
-  } else {
-    fmt::format_to(o, "No consistent straggler: {} of {} steady steps balanced.", r.balanced_steps, r.steps.size());
-  }
+  const std::string answer = run_straggler_sentence(r, standin);
+  fmt::format_to(o, "{}{}.", r.run_straggler >= 0 ? "<b>" + esc(answer.substr(0, answer.find(':'))) + "</b>" : esc(answer.substr(0, answer.find(':'))),
+                 esc(answer.substr(answer.find(':'))));
   out += "</p>";
   if (!r.notes.empty()) {
     out += "<ul>";

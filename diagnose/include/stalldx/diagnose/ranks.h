@@ -61,7 +61,9 @@ std::string rank_steps_line(const RankSteps& r);
 struct CrossRankThresholds {
   double straggler_ms = 1.0;          // the earliest rank waited at least max(this, fraction × step window)
   double straggler_fraction = 0.1;    //   for the last one to be called the straggler (jitter on a busy host stays under it)
-  double consistent_share = 0.5;      // straggler on at least this share of steady steps: the run's straggler
+  double consistent_share = 0.5;      // straggler on at least this share of steady steps: the run's straggler,
+  double costly_share = 0.2;          //   or the others' waits for it are at least this share of the steady time
+                                      //   (a rank whose batches come in bursts stalls the job on a few long steps)
 };
 
 struct CrossStep {
@@ -91,8 +93,10 @@ struct CrossRankReport {
   std::vector<std::string> notes;     // interrupted ranks, clock uncertainty, ...
   std::vector<CrossStep> steps;       // steady steps only, ascending
   std::vector<RankRow> ranks;         // ranks present
-  int run_straggler = -1;             // a rank straggling on ≥ consistent_share of steady steps, else -1
+  int run_straggler = -1;             // the rank the others waited for most, when it straggled on ≥ consistent_share
+                                      //   of steady steps or cost them ≥ costly_share of the steady time; else -1
   int balanced_steps = 0;
+  double steady_ms = 0;               // the steady steps' windows (each step's mean over ranks), summed
 };
 
 // Folds ranks in one at a time, in any order, keeping per step only the earliest and the latest
@@ -141,6 +145,9 @@ class CrossRankAccumulator {
 Status cross_rank(const std::vector<RankSteps>& ranks, const CrossRankThresholds& th, CrossRankReport& out);
 
 std::string cross_rank_text(const CrossRankReport& r, bool standin, int max_step_lines = 40);
+// The job's answer in one sentence (no arrow, no newline; text, HTML and every other form say it so):
+// "rank 2 is the straggler: the others waited … for it, …" or "no consistent straggler: …".
+std::string run_straggler_sentence(const CrossRankReport& r, bool standin);
 std::string cross_rank_json(const CrossRankReport& r, bool standin);
 // SVG: per steady step the others' longest wait in the all-reduce (ms), coloured by the straggler's own
 // verdict and labelled with its rank; steps that do not fit are grouped (mean wait, the most frequent
