@@ -72,6 +72,14 @@ void CrossRankAccumulator::arrival_notes(std::vector<std::string>& notes) const 
 }
 
 namespace {
+// "0,3,5" — the first 16, then ",... (N in all)".
+std::string first_ranks(const std::vector<int>& ranks) {
+  std::string list;
+  for (std::size_t i = 0; i < ranks.size() && i < 16; ++i) list += (list.empty() ? "" : ",") + std::to_string(ranks[i]);
+  if (ranks.size() > 16) list += fmt::format(",... ({} in all)", ranks.size());
+  return list;
+}
+
 // The run's straggler by the time it cost the others, not only by how many steps it held up: the rank
 // the others waited for longest, when that is most of all waiting (60 %) and it held up most steps or a
 // costly share of the steady time; else -1.
@@ -94,9 +102,20 @@ CrossRankReport CrossRankAccumulator::finish() const {
   CrossRankReport out;
   out.world_size = world_size_;
   out.run_id = run_id_;
-  int skew_steps = 0;  // arrivals apart only because the ranks left the previous all-reduce apart
   std::vector<RankState> ranks = ranks_;
   std::sort(ranks.begin(), ranks.end(), [](const RankState& a, const RankState& b) { return a.rank < b.rank; });
+  const RankState* dead = membership(ranks, out);
+  arrival_notes(out.notes);
+  if (worst_uncertainty_ns_ > 0) out.notes.push_back(fmt::format("clocks of ranks on other hosts are known to ±{:.3f} ms", worst_uncertainty_ns_ / 1e6));
+  check_clocks(out);
+  name_stragglers(ranks, dead, out);
+  out.run_straggler = run_straggler(out, th_);
+  return out;
+}
+
+// Who is here: missing ranks, ranks that left and those that stopped with them, a row per rank; the
+// first rank to have stopped early (its last step the smallest) is the one the others waited for after it.
+const CrossRankAccumulator::RankState* CrossRankAccumulator::membership(const std::vector<RankState>& ranks, CrossRankReport& out) const {
   {
     std::size_t k = 0;
     for (int r = 0; r < world_size_; ++r) {
@@ -106,9 +125,7 @@ CrossRankReport CrossRankAccumulator::finish() const {
   }
   if (clocks_) out.notes.insert(out.notes.end(), clocks_->notes().begin(), clocks_->notes().end());
   if (!out.missing.empty()) {
-    std::string m;
-    for (std::size_t i = 0; i < out.missing.size() && i < 16; ++i) m += (m.empty() ? "" : ",") + std::to_string(out.missing[i]);
-    if (out.missing.size() > 16) m += fmt::format(",... ({} in all)", out.missing.size());
+    const std::string m = first_ranks(out.missing);
     out.notes.push_back(fmt::format("no trace for rank{} {} of {}: the others are diagnosed without it (a step where they waited "
                                     "cannot name a missing rank)", out.missing.size() == 1 ? "" : "s", m, world_size_));
   }
@@ -122,14 +139,11 @@ CrossRankReport CrossRankAccumulator::finish() const {
         f.second = std::max(f.second, r.last_step);
       }
     for (const auto& [leaver, f] : followers) {
-      std::string list;
-      for (std::size_t i = 0; i < f.first.size() && i < 16; ++i) list += (list.empty() ? "" : ",") + std::to_string(f.first[i]);
-      if (f.first.size() > 16) list += fmt::format(",... ({} in all)", f.first.size());
+      const std::string list = first_ranks(f.first);
       out.notes.push_back(fmt::format("rank {} left after step {} (its own trace and report say why: interrupted or failed); rank{} {} stopped "
                                       "with it at the same step", leaver, f.second, f.first.size() == 1 ? "" : "s", list));
     }
   }
-  // The first rank to have stopped early (its last step the smallest) is the one the others waited for after it.
   const RankState* dead = nullptr;
   for (const RankState& r : ranks) {
     out.ranks.push_back(RankRow{r.rank, 0, 0, 0, {}, r.interrupted});
@@ -139,8 +153,10 @@ CrossRankReport CrossRankAccumulator::finish() const {
       if (dead == nullptr || r.last_step < dead->last_step) dead = &r;
     }
   }
-  arrival_notes(out.notes);
-  if (worst_uncertainty_ns_ > 0) out.notes.push_back(fmt::format("clocks of ranks on other hosts are known to ±{:.3f} ms", worst_uncertainty_ns_ / 1e6));
+  return dead;
+}
+
+void CrossRankAccumulator::check_clocks(CrossRankReport& out) const {
   // Ranks meet at each step's collective: the ones there first wait inside their step for the last, so
   // the spread of arrivals cannot much exceed the steps' windows. Far beyond them (and over a second)
   // at most steps, the traces' clocks disagree (other hosts with no offset written, a file edited):
@@ -164,6 +180,11 @@ CrossRankReport CrossRankAccumulator::finish() const {
                                     "written on hosts whose clock offset was not measured?)",
                                     impossible, compared, worst_spread / 1e9));
   }
+}
+
+// Per steady step: who arrived last and how long the first waited for it; the rows' counts.
+void CrossRankAccumulator::name_stragglers(const std::vector<RankState>& ranks, const RankState* dead, CrossRankReport& out) const {
+  int skew_steps = 0;  // arrivals apart only because the ranks left the previous all-reduce apart
   auto row = [&](int rank) -> RankRow& {
     return *std::lower_bound(out.ranks.begin(), out.ranks.end(), rank, [](const RankRow& x, int v) { return x.rank < v; });
   };
@@ -216,11 +237,9 @@ CrossRankReport CrossRankAccumulator::finish() const {
     }
     out.steps.push_back(std::move(cs));
   }
-  out.run_straggler = run_straggler(out, th_);
   if (skew_steps > 0)
     out.notes.push_back(fmt::format("{} step{} the ranks arrived apart only because they left the previous all-reduce as far apart (their "
                                     "own steps took as long): no straggler named there", skew_steps, skew_steps == 1 ? "" : "s"));
-  return out;
 }
 
 Status cross_rank(const std::vector<RankSteps>& ranks, const CrossRankThresholds& th, CrossRankReport& out) {

@@ -131,6 +131,9 @@ class CrossRankAccumulator {
     int stopped_by = -1;
   };
   void arrival_notes(std::vector<std::string>& notes) const;
+  const RankState* membership(const std::vector<RankState>& ranks, CrossRankReport& out) const;
+  void check_clocks(CrossRankReport& out) const;
+  void name_stragglers(const std::vector<RankState>& ranks, const RankState* dead, CrossRankReport& out) const;
   CrossRankThresholds th_;
   std::string first_file_, run_id_;
   int world_size_ = 0;
