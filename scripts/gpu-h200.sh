@@ -303,8 +303,11 @@ ddp)  # torchrun --nproc-per-node 2, DDP ResNet-50 (gloo: two ranks on one GPU),
     echo "== $name, torch.profiler traces of the same job"
     timeout ${RUN_TIMEOUT:-200} $trun --steps ${KSTEPS:-15} $args --kineto-dir /tmp/kt-$name > /tmp/kt-$name.log 2>&1; echo "rc=$?"; grep -E "img/s|Error" /tmp/kt-$name.log | head -5
     ls -la /tmp/kt-$name; timeout 200 stalldx diagnose /tmp/kt-$name 2>&1 | grep -vE "^  step [0-9]+:" | cut -c1-400 | head -30
+    mkdir -p /tmp/ktt-$name; timeout 200 stalldx diagnose /tmp/kt-$name --trimmed /tmp/ktt-$name --keep-steps 8 > /dev/null 2>&1
+    echo "== $name, torch.profiler traces trimmed to 8 steady steps"; stalldx diagnose /tmp/ktt-$name 2>&1 | grep -vE "^  step [0-9]+:" | cut -c1-400 | head -12
   done > "$OUT/ddp.txt" 2>&1
-  tar czf "$OUT/ddp-traces.tgz" -C /tmp $(cd /tmp && ls ddp-*.rank*.json ddp-*.log 2>/dev/null)
+  tar czf "$OUT/ddp-traces.tgz" -C /tmp $(cd /tmp && ls ddp-*.rank*.json ddp-*.log kt-*.log 2>/dev/null)
+  tar czf "$OUT/ddp-kineto-trimmed.tgz" -C /tmp $(cd /tmp && ls -d ktt-* 2>/dev/null)
   ;;
 ranks)
   {
