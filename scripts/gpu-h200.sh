@@ -26,6 +26,7 @@
 #                         pairs (ROUNDS, STEPS), full `record` pairs (FULL_ROUNDS), the seed workload native / sampled pairs
 #   gpu-h200.sh samplecost  where --sample's cost goes: native / NVTX only / CUPTI never started / one window / 5/100 / finalized
 #   gpu-h200.sh detach    native / `--sample 5/100 --cupti-detach` pairs on example 2; a crash's stack kept
+#   gpu-h200.sh windowcost  example 2 per step around each window of --sample 5/50 (finalized between or not)
 #   gpu-h200.sh samplematrix  the scenario matrix natively and under `record --sample 3/6`, per-step agreement (in windows too)
 #   gpu-h200.sh ddp       torchrun --nproc-per-node 2 DDP ResNet-50 (gloo), rank 1 with slow reads / balanced: under record
 #                         and as torch.profiler traces, each diagnosed across ranks
@@ -207,6 +208,18 @@ detach)  # --cupti-detach's safety and cost on example 2: native / `--sample 5/1
     if (( i % 2 )); then n=$(rate $ex); d=$(STALLDX_CRASH_BACKTRACE=1 rate $det $ex); else d=$(STALLDX_CRASH_BACKTRACE=1 rate $det $ex); n=$(rate $ex); fi
     echo "round $i native $n detach $d"
   done > "$OUT/detach.txt" 2>&1
+  ;;
+windowcost)  # where a window's cost lands on example 2: per-step start-to-start times around each window
+            # (scripts/step_times.py), finalizing between windows or not; a native run's rate beside them
+  ex="$py --workers 12 --steps ${STEPS:-200}"
+  for c in "detach|--cupti-detach" "records-off|" "detach2|--cupti-detach" "native|"; do
+    name=${c%%|*}; args=${c#*|}
+    echo "== $name ${args}"
+    if [ $name = native ]; then timeout ${RUN_TIMEOUT:-150} $ex 2>&1 | grep -E "img/s"; continue; fi
+    STALLDX_CRASH_BACKTRACE=1 timeout ${RUN_TIMEOUT:-150} stalldx record --sample ${PLAN:-5/50} $args --warmup 3 --trace /tmp/wc-$name.json -- $ex > /tmp/wc-$name.log 2>&1
+    echo "rc=$?"; grep -E "img/s|steady state:|windows|carried" /tmp/wc-$name.log | cut -c1-300 | head -8
+    python3 scripts/step_times.py /tmp/wc-$name.json
+  done > "$OUT/windowcost.txt" 2>&1
   ;;
 samplematrix)
   grep -v -E "^seed-long\b" ${SCENARIOS:-configs/scenarios-h200.tsv} > /tmp/matrix.tsv
