@@ -6,6 +6,21 @@
 
 namespace stalldx::diagnose {
 
+Coverage recorded_coverage(const Trace& t, const TraceIndex& ix) {
+  Coverage cov;
+  cov.host = t.meta.host;
+  cov.cpu_time = t.meta.cpu_time;
+  cov.nvtx = t.meta.nvtx;
+  cov.cupti = t.meta.cupti;
+  cov.standin = ix.standin;
+  cov.device_records = !ix.busy.empty();
+  cov.dropped_host = t.meta.dropped_host;
+  cov.dropped_counters = t.meta.dropped_counters;
+  cov.dropped_device = t.meta.dropped_device;
+  cov.interrupted = t.meta.interrupted;
+  return cov;
+}
+
 void judge_coverage(const Trace& t, const TraceIndex& ix, const TraceDoubts& doubts, Coverage& cov) {
   std::vector<std::string> lowered;
   if (cov.dropped_host + cov.dropped_device > 0)

@@ -8,6 +8,9 @@
 
 namespace stalldx::diagnose {
 
+// What the trace's metadata says was recorded and dropped, and whether the index found device records.
+Coverage recorded_coverage(const Trace& t, const TraceIndex& ix);
+
 // Fills cov.notes, cov.confidence and cov.lowered_because from the trace, its index and its doubts
 // (cov's counts — dropped, unmatched, device records — are set by the caller first).
 void judge_coverage(const Trace& t, const TraceIndex& ix, const TraceDoubts& doubts, Coverage& cov);

@@ -15,6 +15,7 @@
 #include "stalldx/record/step_inference.h"
 #include "input_split.h"
 #include "sampled_steps.h"
+#include "step_work.h"
 #include "summaries.h"
 #include "trace_index.h"
 
@@ -256,6 +257,94 @@ void decide(const Thresholds& th, const Coverage& cov, StepAccumulator& acc, Ste
   }
 }
 
+// Host records only (no device records at all, or a sampled recording's step outside its windows): only
+// the consumer's waits count as stall; the rest of the step is its own work. Between windows only its waits
+// for input: its CUDA calls and launches say nothing without the device's timeline (that side is carried
+// from the nearest window).
+void keep_consumer_waits(StepAccumulator& acc, bool between_windows) {
+  for (auto it = acc.causes.begin(); it != acc.causes.end();) {
+    const Cause c = it->first.first;
+    const bool input = cause_class(c) == StallClass::retrieval || cause_class(c) == StallClass::decoding || c == Cause::input_unsplit;
+    it = c == Cause::outside_ranges || c == Cause::unmapped_range || (between_windows && !input) ? acc.causes.erase(it) : std::next(it);
+  }
+  acc.cls = {};
+  for (const auto& [k, v] : acc.causes) acc.cls[static_cast<int>(cause_class(k.first))] += v;
+}
+
+// The steps in order, each judged on its window: on the device's timeline, from the previous step's last
+// device work to its own (the idle gaps in it are the stall); with host records only, the step's own span.
+// Cursors move forward only: steps are visited in order, once.
+class StepJudge {
+ public:
+  StepJudge(const Trace& t, const TraceIndex& ix, const Thresholds& th, const Coverage& cov, const StepWork& work,
+            const DeviceWindows& windows)
+      : t_(t), ix_(ix), th_(th), cov_(cov), work_(work), windows_(windows), prev_(ix.steps.empty() ? 0 : ix.steps.front()->begin_ns) {}
+
+  // `previous`: the step judged just before (null for the first).
+  StepDiagnosis judge(const HostRange& sr, const StepDiagnosis* previous) {
+    StepDiagnosis sd;
+    sd.step = sr.step;
+    sd.warmup = sr.step < ix_.warmup;
+    StepAccumulator acc;
+    acc.copies_in_step = sd.copies = copies_in(t_, work_, sr.step);
+    sd.launch = launch_stats(t_, ix_, work_, sr.step);
+    acc.launches_in_step = sd.launch.launches;
+    const bool host_only = !cov_.device_records || !windows_.covers(sr);
+    if (cov_.device_records && host_only) sd.basis = StepBasis::host_records;
+    idle_.clear();
+    const Interval window = host_only ? host_window(sr) : device_window(sr, previous, sd);
+    sd.window_begin_ms = ms(window.begin - t_.meta.origin_ns);
+    sd.window_end_ms = ms(window.end - t_.meta.origin_ns);
+    sd.window_ms = ms(window.end - window.begin);
+    for (const Interval& g : idle_) attribute(ix_, g, seg_cursor_, acc, host_only);
+    if (host_only) {
+      keep_consumer_waits(acc, cov_.device_records);
+      if (!cov_.device_records) seg_cursor_ = 0;
+    }
+    sd.stall_ms = acc.cls[0] + acc.cls[1] + acc.cls[2] + acc.cls[3];
+    decide(th_, cov_, acc, sd);
+    if (acc.holds_both) {
+      const HostRange& r = *acc.holds_both;
+      sd.next_question = fmt::format(
+          "split batch retrieval from transfer submission: range '{}' ({:.3f}–{:.3f} ms) both covers the idle time and submitted the H2D copy",
+          t_.name(r.name), ms(r.begin_ns - t_.meta.origin_ns), ms(r.end_ns - t_.meta.origin_ns));
+    }
+    if (!cov_.device_records) sd.verdict = Verdict::no_device_records;
+    if (const auto& acts = work_.of(sd.step); !acts.empty()) describe_copies(ix_, acts, sd);
+    return sd;
+  }
+
+ private:
+  // What the consumer waited on inside its step.
+  Interval host_window(const HostRange& sr) {
+    const Interval w{sr.begin_ns, sr.end_ns};
+    idle_.push_back(w);
+    return w;
+  }
+  Interval device_window(const HostRange& sr, const StepDiagnosis* previous, StepDiagnosis& sd) {
+    if (windows_.sampled() && (previous == nullptr || previous->basis != StepBasis::device)) prev_ = sr.begin_ns;  // a window's first step
+    const auto it = work_.end_ns.find(sr.step);
+    const std::int64_t end = it == work_.end_ns.end() ? prev_ : std::max(prev_, it->second);
+    if (it == work_.end_ns.end()) sd.details.push_back("no device work recorded for this step: its idle time moves to the next step");
+    const Interval w{prev_, end};
+    sd.device_records = work_.of(sr.step).size();
+    gaps(ix_.busy, w, gap_cursor_, idle_);
+    sd.busy_ms = ms(covered(ix_.busy, w, busy_cursor_));
+    prev_ = end;
+    return w;
+  }
+
+  const Trace& t_;
+  const TraceIndex& ix_;
+  const Thresholds& th_;
+  const Coverage& cov_;
+  const StepWork& work_;
+  const DeviceWindows& windows_;
+  std::int64_t prev_;  // where the next step's device window begins
+  std::size_t busy_cursor_ = 0, gap_cursor_ = 0, seg_cursor_ = 0;
+  std::vector<Interval> idle_;  // this step's idle gaps
+};
+
 }  // namespace
 
 Report diagnose(const Trace& input, const Thresholds& th) {
@@ -266,118 +355,13 @@ Report diagnose(const Trace& input, const Thresholds& th) {
   const Trace& t = check_trace(input, doubts, cleaned) ? cleaned : input;
   TraceIndex ix(t, th);
   rep.device = t.meta.device;
-  Coverage& cov = rep.coverage;
-  cov.host = t.meta.host;
-  cov.cpu_time = t.meta.cpu_time;
-  cov.nvtx = t.meta.nvtx;
-  cov.cupti = t.meta.cupti;
-  cov.standin = ix.standin;
-  cov.device_records = !ix.busy.empty();
-  cov.dropped_host = t.meta.dropped_host;
-  cov.dropped_counters = t.meta.dropped_counters;
-  cov.dropped_device = t.meta.dropped_device;
-  cov.interrupted = t.meta.interrupted;
-  // Device work before the first step or after the last (start-up, model set-up, shutdown) is outside the
-  // steps, not a gap in the records: only work inside the steps' span and claimed by none lowers confidence.
-  std::int64_t span_begin = INT64_MAX, span_end = INT64_MIN;
-  for (const HostRange* st : ix.steps) {
-    if (st == nullptr) continue;
-    span_begin = std::min(span_begin, st->begin_ns);
-    span_end = std::max(span_end, st->end_ns);
-  }
-  std::map<std::int64_t, std::int64_t> step_end;
-  std::map<std::int64_t, std::uint64_t> step_records;
-  std::map<std::int64_t, std::vector<std::size_t>> step_acts;
-  for (std::size_t i = 0; i < t.activities.size(); ++i) {
-    if (!is_device_work(t.activities[i].kind)) continue;
-    const std::int64_t s = ix.activity_step[i];
-    if (s < 0) {
-      if (t.activities[i].begin_ns >= span_begin && t.activities[i].begin_ns <= span_end) cov.unmatched_device++;
-      continue;
-    }
-    auto [it, fresh] = step_end.emplace(s, t.activities[i].end_ns);
-    if (!fresh) it->second = std::max(it->second, t.activities[i].end_ns);
-    step_records[s]++;
-    step_acts[s].push_back(i);
-  }
-  judge_coverage(t, ix, doubts, cov);
-  const DeviceWindows windows(t, cov.device_records);
-
-  std::int64_t prev = ix.steps.empty() ? 0 : ix.steps.front()->begin_ns;
-  std::size_t busy_cursor = 0, gap_cursor = 0, seg_cursor = 0;
-  std::vector<Interval> idle;
-  for (const HostRange* sr : ix.steps) {
-    StepDiagnosis sd;
-    sd.step = sr->step;
-    sd.warmup = sr->step < ix.warmup;
-    StepAccumulator acc;
-    if (auto it = step_acts.find(sr->step); it != step_acts.end())
-      for (std::size_t i : it->second) acc.copies_in_step += is_memcpy(t.activities[i].kind) ? 1 : 0;
-    sd.copies = acc.copies_in_step;
-    if (auto it = ix.launches_by_step.find(sr->step); it != ix.launches_by_step.end()) {
-      acc.launches_in_step = it->second.count;
-      sd.launch.launches = it->second.count;
-      sd.launch.host_us_per_launch = static_cast<double>(it->second.host_ns) / 1e3 / it->second.count;
-      sd.launch.host_us_between_launches = static_cast<double>(it->second.last_ns - it->second.first_ns) / 1e3 / it->second.count;
-      int kernels = 0;
-      std::int64_t kernel_ns = 0;
-      if (auto a = step_acts.find(sr->step); a != step_acts.end())
-        for (std::size_t i : a->second)
-          if (t.activities[i].kind == ActivityKind::kernel) {
-            ++kernels;
-            kernel_ns += t.activities[i].end_ns - t.activities[i].begin_ns;
-          }
-      if (kernels > 0) sd.launch.device_us_per_kernel = static_cast<double>(kernel_ns) / 1e3 / kernels;
-    }
-    idle.clear();
-    Interval window;
-    // Host records only: no device records at all, or (sampled) none for this step.
-    const bool host_only = !cov.device_records || !windows.covers(*sr);
-    if (cov.device_records && host_only) sd.basis = StepBasis::host_records;
-    if (!host_only) {
-      if (windows.sampled() && (rep.steps.empty() || rep.steps.back().basis != StepBasis::device)) prev = sr->begin_ns;  // a window's first step
-      auto it = step_end.find(sr->step);
-      const std::int64_t end = it == step_end.end() ? prev : std::max(prev, it->second);
-      if (it == step_end.end()) sd.details.push_back("no device work recorded for this step: its idle time moves to the next step");
-      window = {prev, end};
-      sd.device_records = step_records[sr->step];
-      gaps(ix.busy, window, gap_cursor, idle);
-      sd.busy_ms = ms(covered(ix.busy, window, busy_cursor));
-      prev = end;
-    } else {
-      window = {sr->begin_ns, sr->end_ns};  // host-only: what the consumer waited on inside its step
-      idle.push_back(window);
-    }
-    sd.window_begin_ms = ms(window.begin - t.meta.origin_ns);
-    sd.window_end_ms = ms(window.end - t.meta.origin_ns);
-    sd.window_ms = ms(window.end - window.begin);
-    for (const Interval& g : idle) attribute(ix, g, seg_cursor, acc, host_only);
-    if (host_only) {
-      // Only the consumer's waits count as stall; the rest of the step is its own work. Between the device
-      // windows of a sampled recording, only its waits for input: its CUDA calls and launches say nothing
-      // without the device's timeline (that side is carried from the nearest window).
-      const bool between_windows = cov.device_records;
-      for (auto it = acc.causes.begin(); it != acc.causes.end();) {
-        const Cause c = it->first.first;
-        const bool input = cause_class(c) == StallClass::retrieval || cause_class(c) == StallClass::decoding || c == Cause::input_unsplit;
-        it = c == Cause::outside_ranges || c == Cause::unmapped_range || (between_windows && !input) ? acc.causes.erase(it) : std::next(it);
-      }
-      acc.cls = {};
-      for (const auto& [k, v] : acc.causes) acc.cls[static_cast<int>(cause_class(k.first))] += v;
-      if (!cov.device_records) seg_cursor = 0;
-    }
-    sd.stall_ms = acc.cls[0] + acc.cls[1] + acc.cls[2] + acc.cls[3];
-    decide(th, cov, acc, sd);
-    if (acc.holds_both) {
-      const HostRange& r = *acc.holds_both;
-      sd.next_question = fmt::format(
-          "split batch retrieval from transfer submission: range '{}' ({:.3f}–{:.3f} ms) both covers the idle time and submitted the H2D copy",
-          t.name(r.name), ms(r.begin_ns - t.meta.origin_ns), ms(r.end_ns - t.meta.origin_ns));
-    }
-    if (!cov.device_records) sd.verdict = Verdict::no_device_records;
-    if (auto it = step_acts.find(sd.step); it != step_acts.end()) describe_copies(ix, it->second, sd);
-    rep.steps.push_back(std::move(sd));
-  }
+  const StepWork work = index_step_work(t, ix);
+  rep.coverage = recorded_coverage(t, ix);
+  rep.coverage.unmatched_device = work.unmatched;
+  judge_coverage(t, ix, doubts, rep.coverage);
+  const DeviceWindows windows(t, rep.coverage.device_records);
+  StepJudge judge(t, ix, th, rep.coverage, work, windows);
+  for (const HostRange* sr : ix.steps) rep.steps.push_back(judge.judge(*sr, rep.steps.empty() ? nullptr : &rep.steps.back()));
   carry_from_windows(windows, rep);
   build_summaries(t, ix, rep);
   build_run_summary(t, ix, th, rep);
