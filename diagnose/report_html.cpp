@@ -63,18 +63,10 @@ void summary_table(std::string& out, const char* title, const std::vector<Summar
   out += "</tbody></table></div>\n";
 }
 
-}  // namespace
-
-std::string report_html(const Report& rep, const std::string& source) {
-  std::string out;
-  out.reserve(4096 + rep.steps.size() * 420);
+// The verdict, the stall by class, the advice: first on the page.
+void verdict_section(std::string& out, const Report& rep) {
   auto o = std::back_inserter(out);
   const bool standin = rep.coverage.standin;
-  out += html_page_begin("stalldx — " + source);
-  fmt::format_to(o, "<header><h1>stalldx diagnosis</h1><div class=\"muted\">{} · device: {}</div></header>\n", esc(source),
-                 esc(standin ? "host stand-in (no device)" : rep.device));
-
-  // Verdicts and advice first.
   const RunSummary& s = rep.summary;
   fmt::format_to(o, "<section id=\"summary\"><h2>Verdict</h2><p id=\"headline\"><strong>{}</strong></p><div>", esc(s.headline.text));
   for (const auto& [v, n] : s.verdict_counts) fmt::format_to(o, "<span class=\"chip {0}\">{0}: {1}</span>", esc(verdict_name(v, standin)), n);
@@ -98,8 +90,12 @@ std::string report_html(const Report& rep, const std::string& source) {
   if (s.advice.empty()) out += "<li class=\"muted\">none: nothing in these records calls for a change</li>";
   for (const Advised& a : s.advice) fmt::format_to(o, "<li>{}</li>", esc(a.text));
   out += "</ul></section>\n";
+}
 
-  // Coverage and confidence.
+// What was recorded and how far to trust it.
+void coverage_section(std::string& out, const Report& rep) {
+  auto o = std::back_inserter(out);
+  const bool standin = rep.coverage.standin;
   const Coverage& c = rep.coverage;
   fmt::format_to(o, "<section id=\"coverage\"><h2>Coverage</h2><p>host {} · CPU time {} · NVTX {} · CUPTI {} · device records {} · dropped host {} / device {} · "
                     "device records with no step {}{}</p><p>confidence: <b>{}</b></p>",
@@ -112,14 +108,11 @@ std::string report_html(const Report& rep, const std::string& source) {
     out += "</ul>";
   }
   out += "</section>\n";
+}
 
-  // The chart.
-  out += "<section id=\"chart\"><h2>Per step</h2>\n";
-  out += report_svg(rep);
-  out += "<p class=\"muted\">Hover a bar for its numbers. Times are ms; a bar is one step, or the mean of consecutive steps when there are "
-         "more steps than fit.</p></section>\n";
-
-  // The largest steady stall, with its evidence and where to look in the trace.
+// The largest steady stall, with its evidence and where to look in the trace.
+void largest_stall_section(std::string& out, const Report& rep) {
+  auto o = std::back_inserter(out);
   const StepDiagnosis* worst = nullptr;
   for (const StepDiagnosis& st : rep.steps)
     if (!st.warmup && (worst == nullptr || st.stall_ms > worst->stall_ms)) worst = &st;
@@ -133,8 +126,12 @@ std::string report_html(const Report& rep, const std::string& source) {
                       "at those times are where it went.</p></section>\n",
                    esc(worst->next_question), worst->window_begin_ms, worst->window_end_ms);
   }
+}
 
-  // Every step, filterable by verdict.
+// Every step, filterable by verdict (rows as JSON, drawn by kScript).
+void steps_section(std::string& out, const Report& rep) {
+  auto o = std::back_inserter(out);
+  const bool standin = rep.coverage.standin;
   std::set<std::string> verdicts;
   for (const StepDiagnosis& st : rep.steps) verdicts.insert(verdict_name(st.verdict, standin));
   out += "<section id=\"steps\"><h2>Steps</h2><p><label>verdict <select id=\"verdict-filter\"><option value=\"\">all</option>";
@@ -153,8 +150,11 @@ std::string report_html(const Report& rep, const std::string& source) {
   }
   fmt::format_to(o, "<script type=\"application/json\" id=\"rows\">{}</script>\n",
                  script_safe(rows.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
+}
 
-  // Summaries.
+// The summary tables and the copies' bandwidth.
+void summaries_section(std::string& out, const Report& rep) {
+  auto o = std::back_inserter(out);
   out += "<section id=\"summaries\"><h2>Summaries</h2>";
   summary_table(out, "host ranges by role and name", rep.host_summary, 50);
   summary_table(out, "CUDA API calls", rep.api_summary, 50);
@@ -168,6 +168,25 @@ std::string report_html(const Report& rep, const std::string& source) {
   }
   fmt::format_to(o, "<p class=\"muted\">device busy (union over streams) {:.3f} ms; plain sum of activity durations {:.3f} ms</p></section>\n",
                  rep.device_busy_union_ms, rep.device_busy_sum_ms);
+}
+
+}  // namespace
+
+std::string report_html(const Report& rep, const std::string& source) {
+  std::string out;
+  out.reserve(4096 + rep.steps.size() * 420);
+  out += html_page_begin("stalldx — " + source);
+  fmt::format_to(std::back_inserter(out), "<header><h1>stalldx diagnosis</h1><div class=\"muted\">{} · device: {}</div></header>\n", esc(source),
+                 esc(rep.coverage.standin ? "host stand-in (no device)" : rep.device));
+  verdict_section(out, rep);
+  coverage_section(out, rep);
+  out += "<section id=\"chart\"><h2>Per step</h2>\n";
+  out += report_svg(rep);
+  out += "<p class=\"muted\">Hover a bar for its numbers. Times are ms; a bar is one step, or the mean of consecutive steps when there are "
+         "more steps than fit.</p></section>\n";
+  largest_stall_section(out, rep);
+  steps_section(out, rep);
+  summaries_section(out, rep);
   out += html_page_end(kScript);
   return out;
 }
