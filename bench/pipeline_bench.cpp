@@ -102,6 +102,86 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
+// One thread, stage by stage, as the per-sample path runs them, over the first n files.
+void print_stage_costs(const RunConfig& c, const DatasetIndex& index, StorageReader& storage, int n) {
+  JpegDecoder dec;
+  std::vector<std::uint8_t> buf, slot(sample_bytes(c));
+  double t_read = 0, t_header = 0, t_decode = 0, t_resample = 0, t_uint8 = 0;
+  for (int i = 0; i < n; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    (void)storage.read(index.samples[static_cast<std::size_t>(i)].path, buf);
+    t_read += seconds_since(t0);
+    t0 = std::chrono::steady_clock::now();
+    JpegHeader h;
+    if (!dec.read_header(buf.data(), buf.size(), h).is_ok()) continue;
+    t_header += seconds_since(t0);
+    std::mt19937_64 rng(mix64(c.seed ^ 0xA5A5A5A5ull, static_cast<std::uint64_t>(i)));
+    const CropBox box = random_resized_crop(h.width, h.height, rng);
+    t0 = std::chrono::steady_clock::now();
+    DecodedRegion region;
+    if (!dec.decode(box, choose_dct_denominator(box, c.size, c.dct_scaling), c.roi_decode, region).is_ok()) continue;
+    t_decode += seconds_since(t0);
+    t0 = std::chrono::steady_clock::now();
+    resample_into(region, box, c.size, OutputFormat::float32_nchw, slot.data());
+    t_resample += seconds_since(t0);
+    t0 = std::chrono::steady_clock::now();
+    resample_into(region, box, c.size, OutputFormat::uint8_nhwc, slot.data());
+    t_uint8 += seconds_since(t0);
+  }
+  const auto us = [n](double t) { return t / n * 1e6; };
+  fmt::print("one thread, per image: read {:.1f} us, header {:.1f} us, region decode (ROI + DCT scaling) {:.1f} us, "
+             "crop/resize+flip+normalize+write float32 {:.1f} us (uint8 {:.1f} us)\n",
+             us(t_read), us(t_header), us(t_decode), us(t_resample), us(t_uint8));
+}
+
+// Pipeline img/s at 1, 2, 4, ... max_workers (median of 3) beside the decode-only loop at as many threads.
+void print_scaling(RunConfig c, const std::vector<std::vector<std::uint8_t>>& files, int max_workers, double one, double ceiling_one) {
+  // efficiency = img/s ÷ (workers × one thread); the decode-only loop's own efficiency beside it is what
+  // the host gives any loop of independent decodes (SMT siblings, turbo, memory): the pipeline's share of it
+  // is what its queues and counters cost.
+  fmt::print("{:>8} {:>10} {:>12} {:>11} {:>14} {:>16} {:>12}\n", "workers", "img/s", "img/s/worker", "efficiency", "÷ decode-only",
+             "decode-only eff", "÷ that eff");
+  for (int w = 1; w <= max_workers; w *= 2) {
+    c.workers = w;
+    const double ips = median({run_once(c), run_once(c), run_once(c)});
+    const double dec = decode_only(files, w), dec_eff = dec / (w * ceiling_one);
+    fmt::print("{:>8} {:>10.0f} {:>12.0f} {:>11.2f} {:>14.2f} {:>16.2f} {:>12.2f}\n", w, ips, ips / w, ips / (w * one), ips / dec, dec_eff,
+               ips / (w * one) / dec_eff);
+    if (w < max_workers && w * 2 > max_workers) w = max_workers / 2;  // end exactly on max_workers
+  }
+}
+
+// Profiled / unprofiled img/s at max_workers, alternating, medians of 3; returns the unprofiled median.
+double print_profiled_ratio(RunConfig c, int max_workers) {
+  c.workers = max_workers;
+  std::vector<double> on, off;
+  for (int k = 0; k < 3; ++k) {
+    c.profile = false;
+    off.push_back(run_once(c));
+    c.profile = true;
+    on.push_back(run_once(c));
+  }
+  fmt::print("profiled / unprofiled at {} workers: {:.0f} / {:.0f} img/s = {:.3f}\n", max_workers, median(on), median(off),
+             median(on) / median(off));
+  return median(off);
+}
+
+// N x one thread assumes N CPUs as fast as the one measured: the sum of the N fastest CPUs' own
+// one-thread rates is the ceiling a loop of N independent threads can reach.
+void print_per_cpu(const RunConfig& c, const DatasetIndex& index, StorageReader& storage, int n, int max_workers, double unprofiled, double one) {
+  auto rates = per_cpu_rates(c, index, storage, std::min(n, 400));
+  if (!rates.empty()) {
+    std::sort(rates.begin(), rates.end(), [](auto& a, auto& b) { return a.second > b.second; });
+    double sum = 0;
+    const int used = std::min<int>(max_workers, static_cast<int>(rates.size()));
+    for (int k = 0; k < used; ++k) sum += rates[static_cast<std::size_t>(k)].second;
+    std::string by_cpu;
+    for (auto& [cpu, r] : rates) by_cpu += fmt::format(" {}:{:.0f}", cpu, r);
+    fmt::print("one thread pinned to each CPU (img/s, fastest first):{}\n", by_cpu);
+    fmt::print("{} workers: {:.0f} img/s = {:.2f} x the sum of the {} fastest CPUs' one-thread rates ({:.0f} img/s; {:.2f} x {} x one thread)\n",
+               max_workers, unprofiled, unprofiled / sum, used, sum, unprofiled / (max_workers * one), max_workers);
+  }
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -151,80 +231,15 @@ int main(int argc, char** argv) {
   fmt::print("decode-only ceiling (full-size decode from memory): 1 thread {:.0f} img/s, {} threads {:.0f} img/s\n", ceiling_one,
              max_workers, ceiling_n);
 
-  // One thread, stage by stage, as the per-sample path runs them.
-  {
-    JpegDecoder dec;
-    std::vector<std::uint8_t> buf, slot(sample_bytes(c));
-    double t_read = 0, t_header = 0, t_decode = 0, t_resample = 0, t_uint8 = 0;
-    for (int i = 0; i < n; ++i) {
-      auto t0 = std::chrono::steady_clock::now();
-      (void)storage.read(index.samples[static_cast<std::size_t>(i)].path, buf);
-      t_read += seconds_since(t0);
-      t0 = std::chrono::steady_clock::now();
-      JpegHeader h;
-      if (!dec.read_header(buf.data(), buf.size(), h).is_ok()) continue;
-      t_header += seconds_since(t0);
-      std::mt19937_64 rng(mix64(c.seed ^ 0xA5A5A5A5ull, static_cast<std::uint64_t>(i)));
-      const CropBox box = random_resized_crop(h.width, h.height, rng);
-      t0 = std::chrono::steady_clock::now();
-      DecodedRegion region;
-      if (!dec.decode(box, choose_dct_denominator(box, c.size, c.dct_scaling), c.roi_decode, region).is_ok()) continue;
-      t_decode += seconds_since(t0);
-      t0 = std::chrono::steady_clock::now();
-      resample_into(region, box, c.size, OutputFormat::float32_nchw, slot.data());
-      t_resample += seconds_since(t0);
-      t0 = std::chrono::steady_clock::now();
-      resample_into(region, box, c.size, OutputFormat::uint8_nhwc, slot.data());
-      t_uint8 += seconds_since(t0);
-    }
-    const auto us = [n](double t) { return t / n * 1e6; };
-    fmt::print("one thread, per image: read {:.1f} us, header {:.1f} us, region decode (ROI + DCT scaling) {:.1f} us, "
-               "crop/resize+flip+normalize+write float32 {:.1f} us (uint8 {:.1f} us)\n",
-               us(t_read), us(t_header), us(t_decode), us(t_resample), us(t_uint8));
-  }
+  print_stage_costs(c, index, storage, n);
 
   // One thread, the same per-sample code the workers run (page-cache reads included), over the files.
   (void)one_thread_rate(c, index, storage, 0, std::min(n, 64));  // warm the decoder
   const double one = one_thread_rate(c, index, storage, 0, n);
   fmt::print("one-thread decode + transform: {:.0f} img/s ({:.3f} ms/img; {:.2f}x the one-thread decode-only ceiling)\n", one, 1000.0 / one,
              one / ceiling_one);
-  // efficiency = img/s ÷ (workers × one thread); the decode-only loop's own efficiency beside it is what
-  // the host gives any loop of independent decodes (SMT siblings, turbo, memory): the pipeline's share of it
-  // is what its queues and counters cost.
-  fmt::print("{:>8} {:>10} {:>12} {:>11} {:>14} {:>16} {:>12}\n", "workers", "img/s", "img/s/worker", "efficiency", "÷ decode-only",
-             "decode-only eff", "÷ that eff");
-  for (int w = 1; w <= max_workers; w *= 2) {
-    c.workers = w;
-    const double ips = median({run_once(c), run_once(c), run_once(c)});
-    const double dec = decode_only(files, w), dec_eff = dec / (w * ceiling_one);
-    fmt::print("{:>8} {:>10.0f} {:>12.0f} {:>11.2f} {:>14.2f} {:>16.2f} {:>12.2f}\n", w, ips, ips / w, ips / (w * one), ips / dec, dec_eff,
-               ips / (w * one) / dec_eff);
-    if (w < max_workers && w * 2 > max_workers) w = max_workers / 2;  // end exactly on max_workers
-  }
-  c.workers = max_workers;
-  std::vector<double> on, off;
-  for (int k = 0; k < 3; ++k) {
-    c.profile = false;
-    off.push_back(run_once(c));
-    c.profile = true;
-    on.push_back(run_once(c));
-  }
-  fmt::print("profiled / unprofiled at {} workers: {:.0f} / {:.0f} img/s = {:.3f}\n", max_workers, median(on), median(off),
-             median(on) / median(off));
-
-  // N x one thread assumes N CPUs as fast as the one measured: the sum of the N fastest CPUs' own
-  // one-thread rates is the ceiling a loop of N independent threads can reach.
-  auto rates = per_cpu_rates(c, index, storage, std::min(n, 400));
-  if (!rates.empty()) {
-    std::sort(rates.begin(), rates.end(), [](auto& a, auto& b) { return a.second > b.second; });
-    double sum = 0;
-    const int used = std::min<int>(max_workers, static_cast<int>(rates.size()));
-    for (int k = 0; k < used; ++k) sum += rates[static_cast<std::size_t>(k)].second;
-    std::string by_cpu;
-    for (auto& [cpu, r] : rates) by_cpu += fmt::format(" {}:{:.0f}", cpu, r);
-    fmt::print("one thread pinned to each CPU (img/s, fastest first):{}\n", by_cpu);
-    fmt::print("{} workers: {:.0f} img/s = {:.2f} x the sum of the {} fastest CPUs' one-thread rates ({:.0f} img/s; {:.2f} x {} x one thread)\n",
-               max_workers, median(off), median(off) / sum, used, sum, median(off) / (max_workers * one), max_workers);
-  }
+  print_scaling(c, files, max_workers, one, ceiling_one);
+  const double unprofiled = print_profiled_ratio(c, max_workers);
+  print_per_cpu(c, index, storage, n, max_workers, unprofiled, one);
   return 0;
 }
