@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "stalldx/dataset_layout.h"
+#include "stalldx/tsv.h"
 
 namespace fs = std::filesystem;
 
@@ -66,16 +67,14 @@ Status load_manifest(const fs::path& file, DatasetIndex& out) {
   std::ifstream in(file);
   if (!in) return Status::io(fmt::format("cannot open manifest '{}'", file.string()));
   const fs::path base = file.parent_path();
-  std::string line;
-  std::size_t lineno = 0;
   std::map<std::int32_t, bool> labels;
-  while (std::getline(in, line)) {
-    ++lineno;
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream ss(line);
-    std::string path, label_s;
-    std::getline(ss, path, '\t');
-    std::getline(ss, label_s, '\t');
+  TsvRows rows(in);
+  std::vector<std::string> f;
+  while (rows.next(f)) {
+    const std::size_t lineno = rows.lineno();
+    f.resize(std::max<std::size_t>(f.size(), 2));
+    const std::string& path = f[0];
+    const std::string& label_s = f[1];
     std::int32_t label = 0;
     try {
       std::size_t used = 0;

@@ -21,6 +21,7 @@
 #include "stalldx/run_config.h"
 #include "stalldx/tasks/child_process.h"
 #include "stalldx/trace_io.h"
+#include "stalldx/tsv.h"
 
 namespace fs = std::filesystem;
 
@@ -39,17 +40,13 @@ Status load_scenarios(const std::string& path, std::vector<Scenario>& out) {
   out.clear();
   std::ifstream in(path);
   if (!in) return Status::invalid(fmt::format("cannot open scenario list '{}'", path));
-  std::string line;
-  int lineno = 0;
-  while (std::getline(in, line)) {
-    ++lineno;
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream ss(line);
-    Scenario s;
-    std::string spec;
-    std::getline(ss, s.name, '\t');
-    std::getline(ss, s.config, '\t');
-    std::getline(ss, spec, '\t');
+  TsvRows rows(in);
+  std::vector<std::string> f;
+  while (rows.next(f)) {
+    const std::size_t lineno = rows.lineno();
+    f.resize(std::max<std::size_t>(f.size(), 3));
+    Scenario s{f[0], f[1]};
+    const std::string& spec = f[2];
     if (s.name.empty() || s.config.empty() || spec.empty())
       return Status::invalid(fmt::format("{}:{}: expected 'name<TAB>config<TAB>expected'", path, lineno));
     // The name becomes file names under --out: nothing may land outside it (no '/', no '..', no hidden name).
