@@ -13,6 +13,8 @@
 # A batch id is (iterator << 40) | (epoch << 24) | index, the same number in the loop and in the worker.
 # Clocks: time.monotonic_ns() is CLOCK_MONOTONIC, stalldx's clock. Every patch falls back to the
 # original on any error of its own: the program must behave exactly as without the hook.
+# This module: the library binding, file reads, copies, collectives and the installation; the loop's,
+# the loader's and the workers' patches are in stalldx_hook_loader.py.
 import builtins
 import ctypes
 import io
@@ -100,234 +102,6 @@ def _open(file, mode="r", buffering=-1, encoding=None, errors=None, newline=None
         raise
 
 
-# ---- the loader's work on one batch -------------------------------------------------------------
-def _current_batch():
-    return getattr(_local, "batch", -1)
-
-
-def _timed_collate(fn):
-    def collate(data):
-        acc = getattr(_local, "collate", None)
-        if acc is None:
-            return fn(data)
-        w0, c0 = time.monotonic_ns(), time.thread_time_ns()
-        try:
-            return fn(data)
-        finally:
-            acc[0] += time.monotonic_ns() - w0
-            acc[1] += time.thread_time_ns() - c0
-
-    return collate
-
-
-class _TimedDataset:
-    """The fetcher's dataset while it fetches one batch: each sample's __getitem__ is split into
-    retrieval and decode ranges of its own, so a wait that overlaps part of a batch's work sees its
-    reads and decodes in the proportion they ran (not a batch's reads first, then all its decodes)."""
-
-    def __init__(self, dataset, batch):
-        self._dataset, self._batch, self.timed = dataset, batch, 0
-
-    def __getitem__(self, index):
-        reads = _local.reads
-        r0, rc0 = reads[0], reads[1]
-        t0, c0, q0 = _clocks()
-        try:
-            return self._dataset[index]
-        finally:
-            t1, c1, q1 = _clocks()
-            self.timed += t1 - t0
-            runq = (q1 - q0) if q0 >= 0 and q1 >= 0 else -1
-            _record_work(self._batch, t0, t1, c1 - c0, runq, (reads[0] - r0, reads[1] - rc0), (0, 0))
-
-    def __len__(self):
-        return len(self._dataset)
-
-    def __getattr__(self, name):
-        return getattr(self._dataset, name)
-
-
-def _fetch_patch(orig_fetch):
-    def fetch(self, possibly_batched_index):
-        if getattr(_local, "reads", None) is not None:  # nested (a fetcher inside a dataset): counted by the outer one
-            return orig_fetch(self, possibly_batched_index)
-        batch = _current_batch()
-        reads, coll = [0, 0], [0, 0]
-        collate_fn, dataset = self.collate_fn, self.dataset
-        per_sample = _TimedDataset(dataset, batch) if not hasattr(self, "dataset_iter") else None
-        _local.reads, _local.collate = reads, coll
-        self.collate_fn = _timed_collate(collate_fn)
-        if per_sample is not None:
-            self.dataset = per_sample
-        builtins.open = _open
-        t0, c0, q0 = _clocks()
-        try:
-            return orig_fetch(self, possibly_batched_index)
-        finally:
-            t1, c1, q1 = _clocks()
-            builtins.open = _orig["open"]
-            self.collate_fn, self.dataset = collate_fn, dataset
-            _local.reads = _local.collate = None
-            if per_sample is not None and per_sample.timed > 0:  # samples recorded one by one: the batch's collate
-                if coll[0] > 0:
-                    _emit("collate", "collate", batch, t1 - min(coll[0], t1 - t0), t1, coll[1], -1)
-            else:  # an IterableDataset or a batched __getitems__: the batch as one piece
-                _record_work(batch, t0, t1, c1 - c0, (q1 - q0) if q0 >= 0 and q1 >= 0 else -1, reads, coll)
-
-    fetch._stalldx = True
-    return fetch
-
-
-def _record_work(batch, t0, t1, cpu, runq, reads, coll):
-    """Retrieval = reads + the time blocked off-CPU outside them; decode = the rest; then collate."""
-    wall = t1 - t0
-    queued = max(runq, 0)
-    coll_wall, coll_cpu = min(coll[0], wall), min(coll[1], cpu)
-    read_wall, read_cpu = min(reads[0], wall - coll_wall), min(reads[1], cpu)
-    rest_wall = wall - coll_wall - read_wall
-    rest_cpu = max(cpu - read_cpu - coll_cpu, 0)
-    blocked = max(rest_wall - rest_cpu - queued, 0)
-    retrieval = read_wall + blocked
-    decode_end = t1 - coll_wall
-    if retrieval > 0:
-        _emit("read (files, blocked)", "retrieval", batch, t0, t0 + retrieval, read_cpu, 0 if runq >= 0 else -1)
-    if decode_end > t0 + retrieval:
-        _emit("decode + transform", "decode", batch, t0 + retrieval, decode_end, rest_cpu, runq)
-    if coll_wall > 0:
-        _emit("collate", "collate", batch, decode_end, t1, coll_cpu, 0 if runq >= 0 else -1)
-
-
-# ---- workers --------------------------------------------------------------------------------------
-class _IndexQueue:
-    """The worker's index queue: each (index, indices) it hands out names the batch the worker builds."""
-
-    def __init__(self, queue, serial):
-        self._queue, self._serial, self._epoch = queue, serial, 0
-
-    def get(self, *a, **k):
-        r = self._queue.get(*a, **k)
-        try:
-            if isinstance(r, tuple) and len(r) == 2 and isinstance(r[0], int):
-                _local.batch = _batch_id(self._serial, self._epoch, r[0])
-            elif type(r).__name__ == "_ResumeIteration":  # persistent workers: the next epoch
-                self._epoch += 1
-        except Exception:
-            pass
-        return r
-
-    def __getattr__(self, name):
-        return getattr(self._queue, name)
-
-
-class _WorkerLoop:
-    """torch's worker loop with the index queue watched; pickled by reference for spawn workers."""
-
-    def __init__(self, serial):
-        self.serial = serial
-
-    def __call__(self, *args, **kwargs):
-        orig = _orig.get("worker_loop")
-        if orig is None:  # a spawned worker unpickles this before its own torch import is patched
-            from torch.utils.data._utils import worker
-
-            orig = worker._worker_loop
-        try:
-            if len(args) > 2:
-                args = args[:2] + (_IndexQueue(args[2], self.serial),) + args[3:]
-            elif "index_queue" in kwargs:
-                kwargs["index_queue"] = _IndexQueue(kwargs["index_queue"], self.serial)
-        except Exception:
-            pass
-        return orig(*args, **kwargs)
-
-
-# ---- the loop -------------------------------------------------------------------------------------
-def _iter_init_patch(orig_init, multiprocess):
-    def __init__(self, loader, *a, **k):
-        serial = next(_serials)
-        self._stalldx_serial = serial
-        self._stalldx_epoch = -1
-        self._stalldx_step_begin = None
-        if not multiprocess:
-            return orig_init(self, loader, *a, **k)
-        from torch.utils.data._utils import worker
-
-        worker._worker_loop = _WorkerLoop(serial)
-        try:
-            return orig_init(self, loader, *a, **k)
-        finally:
-            worker._worker_loop = _orig["worker_loop"]
-
-    return __init__
-
-
-def _reset_patch(orig_reset):
-    def _reset(self, *a, **k):
-        try:
-            self._stalldx_epoch = getattr(self, "_stalldx_epoch", -1) + 1
-            self._stalldx_step_begin = None
-        except Exception:
-            pass
-        return orig_reset(self, *a, **k)
-
-    return _reset
-
-
-def _next_patch(orig_next):
-    def __next__(self):
-        try:
-            serial = getattr(self, "_stalldx_serial", 0)
-            index = self._rcvd_idx if hasattr(self, "_rcvd_idx") else self._num_yielded
-            batch = _batch_id(serial, max(getattr(self, "_stalldx_epoch", 0), 0), index)
-            t0, c0, q0 = _clocks()
-        except Exception:
-            return orig_next(self)
-        _close_step(self, t0)  # the previous iteration ends where this wait begins
-        if not _dist_patched[0]:  # torch.distributed loads after torch.utils.data: patched at the loop's first batch
-            _dist_patched[0] = True
-            try:
-                import torch
-
-                _patch_torch_distributed(torch)
-            except Exception as e:
-                _lib.stalldx_py_note(("torch.distributed not patched: %r" % (e,)).encode("utf-8", "replace"))
-        _local.batch = batch  # num_workers=0: the fetch runs here, for this batch
-        try:
-            data = orig_next(self)
-        except StopIteration:
-            self._stalldx_step_begin = None
-            raise
-        finally:
-            _local.batch = -1
-        t1, c1, q1 = _clocks()
-        _emit("DataLoader __next__ (wait for batch)", "wait_batch", batch, t0, t1, c1 - c0, (q1 - q0) if q0 >= 0 and q1 >= 0 else -1)
-        self._stalldx_step_begin = (t0,)
-        self._stalldx_prev_batch = batch
-        return data
-
-    return __next__
-
-
-def _close_step(it, end):
-    begin = getattr(it, "_stalldx_step_begin", None)
-    if begin is not None:
-        it._stalldx_step_begin = None
-        _emit(_STEP_NAME, "step", it._stalldx_prev_batch, begin[0], end)
-
-
-def _del_patch(orig_del):
-    # A loop left by `break` drops its iterator: the last iteration ends there.
-    def __del__(self):
-        try:
-            _close_step(self, time.monotonic_ns())
-        except Exception:
-            pass
-        if orig_del is not None:
-            orig_del(self)
-
-    return __del__
-
-
 # ---- copies -----------------------------------------------------------------------------------------
 def _pin_patch(orig_pin):
     def pin_memory(data, *a, **k):
@@ -391,6 +165,8 @@ def _patch_torch_distributed(torch):
 
 # ---- installation -----------------------------------------------------------------------------------
 def _patch_torch_data():
+    import stalldx_hook_loader as _loader
+
     from torch.utils.data import dataloader
     from torch.utils.data._utils import fetch, pin_memory, worker
 
@@ -400,15 +176,15 @@ def _patch_torch_data():
 
     _orig["worker_loop"] = worker._worker_loop
     for cls in (fetch._MapDatasetFetcher, fetch._IterableDatasetFetcher):
-        cls.fetch = _fetch_patch(cls.fetch)
+        cls.fetch = _loader._fetch_patch(cls.fetch)
     base = dataloader._BaseDataLoaderIter
-    base.__next__ = _next_patch(base.__next__)
-    base._reset = _reset_patch(base._reset)
+    base.__next__ = _loader._next_patch(base.__next__)
+    base._reset = _loader._reset_patch(base._reset)
     for cls in (dataloader._SingleProcessDataLoaderIter, dataloader._MultiProcessingDataLoaderIter):
-        cls.__del__ = _del_patch(cls.__dict__.get("__del__"))
+        cls.__del__ = _loader._del_patch(cls.__dict__.get("__del__"))
     single, multi = dataloader._SingleProcessDataLoaderIter, dataloader._MultiProcessingDataLoaderIter
-    single.__init__ = _iter_init_patch(single.__init__, False)
-    multi.__init__ = _iter_init_patch(multi.__init__, True)
+    single.__init__ = _loader._iter_init_patch(single.__init__, False)
+    multi.__init__ = _loader._iter_init_patch(multi.__init__, True)
     pin_memory.pin_memory = _pin_patch(pin_memory.pin_memory)
     torch.Tensor.to = _to_patch(torch.Tensor.to, "to(device)")
     torch.Tensor.cuda = _to_patch(torch.Tensor.cuda, "cuda()")
