@@ -37,6 +37,14 @@ std::uint64_t host_clock() { return static_cast<std::uint64_t>(now_ns()); }
 const std::vector<CUpti_ActivityKind> kDeviceKinds = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
                                                       CUPTI_ACTIVITY_KIND_MEMSET};
 
+// OK, or unavailable naming the CUPTI call `what` and CUPTI's own message.
+Status cupti_status(CUptiResult r, const char* what) {
+  if (r == CUPTI_SUCCESS) return Status::ok();
+  const char* msg = nullptr;
+  cuptiGetResultString(r, &msg);
+  return Status::unavailable(fmt::format("CUPTI {} failed: {}", what, msg ? msg : "?"));
+}
+
 // CUPTI's callbacks are process-wide, so the state is one instance; the session owns a handle to it.
 class CuptiCollector {
  public:
@@ -47,25 +55,10 @@ class CuptiCollector {
       reset_locked();
     }
     queue_.start([this](std::uint8_t* buffer, std::size_t valid) { convert_buffer(buffer, valid); });
-    auto check = [](CUptiResult r, const char* what) -> Status {
-      if (r == CUPTI_SUCCESS) return Status::ok();
-      const char* msg = nullptr;
-      cuptiGetResultString(r, &msg);
-      return Status::unavailable(fmt::format("CUPTI {} failed: {}", what, msg ? msg : "?"));
-    };
     // Any failure from here stops the converter again: a later start (the next window) starts afresh.
-    // The callbacks once per CUPTI lifetime: again only after a detach finalized CUPTI (a window that
-    // re-registers them while CUPTI may still deliver a buffer gains nothing).
-    if (registered_for_ != cupti_detaches()) {
-      if (Status st = check(cuptiActivityRegisterTimestampCallback(&host_clock), "timestamp callback"); !st.is_ok()) {
-        queue_.stop();
-        return st;
-      }
-      if (Status st = check(cuptiActivityRegisterCallbacks(&on_request, &on_complete), "buffer callbacks"); !st.is_ok()) {
-        queue_.stop();
-        return st;
-      }
-      registered_for_ = cupti_detaches();
+    if (Status st = register_callbacks(); !st.is_ok()) {
+      queue_.stop();
+      return st;
     }
     // The calls before the device work: a session that starts while the program runs (a sampled
     // window) never records a kernel whose launch it did not record.
@@ -74,7 +67,7 @@ class CuptiCollector {
     if (sync) kinds.push_back(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
     const auto enable = [&](const std::vector<CUpti_ActivityKind>& ks) -> Status {
       for (CUpti_ActivityKind k : ks)
-        if (Status st = check(cuptiActivityEnable(k), fmt::format("activity enable (kind {})", static_cast<int>(k)).c_str()); !st.is_ok()) {
+        if (Status st = cupti_status(cuptiActivityEnable(k), fmt::format("activity enable (kind {})", static_cast<int>(k)).c_str()); !st.is_ok()) {
           disable_all();
           queue_.stop();
           return st;
@@ -101,6 +94,25 @@ class CuptiCollector {
     if (Status st = enable(kDeviceKinds); !st.is_ok()) return st;
     running_ = true;
     return Status::ok();
+  }
+
+  // The callbacks once per CUPTI lifetime: again only after a detach finalized CUPTI (a window that
+  // re-registers them while CUPTI may still deliver a buffer gains nothing). After a finalize, the first
+  // of these calls initializes CUPTI again: the costly part of attaching, which prepare() does ahead.
+  Status register_callbacks() {
+    if (registered_for_ == cupti_detaches()) return Status::ok();
+    if (Status st = cupti_status(cuptiActivityRegisterTimestampCallback(&host_clock), "timestamp callback"); !st.is_ok()) return st;
+    if (Status st = cupti_status(cuptiActivityRegisterCallbacks(&on_request, &on_complete), "buffer callbacks"); !st.is_ok()) return st;
+    registered_for_ = cupti_detaches();
+    return Status::ok();
+  }
+
+  // Ahead of a start, on a thread of ours: a detach not yet done is called off (CUPTI stays), or CUPTI,
+  // finalized, is initialized again with the callbacks registered. Records stay off. Not while running.
+  void prepare() {
+    if (running_) return;
+    cancel_cupti_detach();
+    (void)register_callbacks();  // a failure is met again, and reported, by start()
   }
 
   void stop_and_drain(Trace& t) {
@@ -385,5 +397,7 @@ class CuptiHandle final : public Collector {
 }  // namespace
 
 std::unique_ptr<Collector> make_cupti_collector() { return std::make_unique<CuptiHandle>(); }
+
+void prepare_cupti() { CuptiCollector::instance().prepare(); }
 
 }  // namespace stalldx::cuda

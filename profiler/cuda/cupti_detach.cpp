@@ -1,7 +1,9 @@
 // CUPTI's dynamic detach (CUPTI's "Dynamic Detach": cuptiFinalize from a callback's exit site). The
 // request subscribes to the runtime and driver API domains; an API exit after it calls cuptiFinalize,
 // which also removes the subscriber. Between the request and that call every API call pays a callback;
-// after it, none does. A collector starting before the finalize cancels the request.
+// after it, none does. A collector starting before the finalize cancels the request. The recorder's own
+// thread drives the finalize (drive_cupti_detach: calls of its own whose exits are candidates), so that
+// the finalize, a heavy call, is made there rather than inside one of the program's calls.
 //
 // When: finalizing while another thread is inside CUPTI's dispatch of a call crashed PyTorch runs
 // (SIGSEGV in libcupti on the main thread, H100 2026-12-05, 3 runs in 4, with the finalize on any
@@ -10,6 +12,7 @@
 // is kQuietBeforeFinalize old (a call that began before the request and is still running then is not
 // seen: a long wait, rarely in CUPTI's dispatch).
 #include <cupti.h>
+#include <dlfcn.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -127,6 +130,20 @@ void cancel_cupti_detach() {
   g_pending.store(false, std::memory_order_release);
   if (g_subscriber != nullptr) cuptiUnsubscribe(g_subscriber);
   g_subscriber = nullptr;
+}
+
+bool drive_cupti_detach(const std::atomic<bool>& give_up, std::int64_t max_ns) {
+  // The driver's own entry point, found in the process (the driver loaded this library): no link to it.
+  using GetVersion = int (*)(int*);
+  static const auto version = reinterpret_cast<GetVersion>(::dlsym(RTLD_DEFAULT, "cuDriverGetVersion"));
+  const std::int64_t until = now_ns() + max_ns;
+  while (g_pending.load(std::memory_order_acquire) && !give_up.load(std::memory_order_relaxed) && now_ns() < until) {
+    int v = 0;
+    if (version != nullptr) (void)version(&v);  // its exit on this thread may finalize (on_api)
+    timespec ts{0, 1'000'000};
+    nanosleep(&ts, nullptr);
+  }
+  return !g_pending.load(std::memory_order_acquire);
 }
 
 long cupti_detaches() { return g_detaches.load(std::memory_order_relaxed); }

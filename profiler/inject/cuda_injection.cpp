@@ -8,11 +8,13 @@
 // the thread that marks it (CUPTI on before the step's first call); it closes there too, but the work of
 // closing — flush, drain, CUPTI's detach, writing <pid>.cuda.w<N>.json — is done by a closer thread, so
 // the program's step pays only for setting a flag. Between windows CUPTI records nothing; with
-// --cupti-detach it is also finalized (no callback at all). Only the first and the newest
+// --cupti-detach it is also finalized (no callback at all), the finalize and the re-initialization one
+// boundary before the next window made on the closer thread (closer_loop). Only the first and the newest
 // kMaxWindowFiles - 1 window files are kept.
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
@@ -76,11 +78,15 @@ struct Windows {
   std::int64_t first_window = -1;  // the first window recorded in this process (kept with the newest)
   std::deque<std::pair<stalldx::Session*, std::int64_t>> closing;  // stopped by the closer thread, in order
   bool closer_busy = false, exiting = false;
+  bool prepare_wanted = false;          // the next boundary attaches: make CUPTI ready (finalizing only)
+  std::atomic<bool> stop_driving{false};  // a window edge or the exit: the closer stops driving a detach
 };
 Windows g_w;
 // `record --cupti-detach`: finalize CUPTI between windows (CUPTI's dynamic detach) instead of only
 // turning its records off. Off by default: see kCuptiDetachEnv.
 bool g_finalize_between_windows = false;
+// How long the closer drives one finalize before leaving it to the program's calls' exits.
+constexpr std::int64_t kDriveDetachNs = 3'000'000'000;
 
 // With g_w.mu held.
 stalldx::Session* start_session_locked() {
@@ -92,10 +98,18 @@ stalldx::Session* start_session_locked() {
   return s;
 }
 
+// The closer thread. With finalizing between windows it also takes the heavy ends of CUPTI's life off the
+// program's threads: it drives the finalize after a window (its own calls' exits make it, unless a
+// program call's exit comes first) and, one boundary before a window, initializes CUPTI again.
 void closer_loop() {
   std::unique_lock<std::mutex> lock(g_w.mu);
   for (;;) {
-    g_w.wake.wait(lock, [] { return !g_w.closing.empty() || g_w.exiting; });
+    g_w.wake.wait(lock, [] { return !g_w.closing.empty() || g_w.prepare_wanted || g_w.exiting; });
+    if (g_w.closing.empty() && g_w.prepare_wanted && !g_w.exiting) {
+      g_w.prepare_wanted = false;
+      stalldx::cuda::prepare_cupti();  // under mu: no session starts or stops meanwhile
+      continue;
+    }
     if (g_w.closing.empty()) return;
     auto [s, window] = g_w.closing.front();
     g_w.closing.pop_front();
@@ -109,14 +123,29 @@ void closer_loop() {
     lock.lock();
     g_w.closer_busy = false;
     g_w.wake.notify_all();
+    if (g_finalize_between_windows && g_w.closing.empty() && !g_w.prepare_wanted && !g_w.exiting) {
+      // Not busy: a window that opens meanwhile does not wait; its start calls the detach off.
+      g_w.stop_driving.store(false, std::memory_order_relaxed);
+      lock.unlock();
+      (void)stalldx::cuda::drive_cupti_detach(g_w.stop_driving, kDriveDetachNs);
+      lock.lock();
+    }
   }
 }
 
 // step_marks' hook: called with the marks lock held, on the thread that marked the step.
 void on_window(WindowAction action, std::int64_t window) {
   if (getpid() != g_session_pid) return;
+  g_w.stop_driving.store(true, std::memory_order_relaxed);  // any edge: the closer stops driving a detach
   std::unique_lock<std::mutex> lock(g_w.mu);
   if (g_w.exiting) return;
+  if (action == WindowAction::prepare) {
+    if (g_finalize_between_windows && g_w.open == nullptr) {
+      g_w.prepare_wanted = true;
+      g_w.wake.notify_all();
+    }
+    return;
+  }
   if (action == WindowAction::attach) {
     // A window still closing holds CUPTI: wait for it (windows are many steps apart; this is rare).
     g_w.wake.wait(lock, [] { return g_w.closing.empty() && !g_w.closer_busy; });
@@ -142,6 +171,7 @@ void write_cuda_parts() {
   {
     std::lock_guard<std::mutex> lock(g_w.mu);
     g_w.exiting = true;
+    g_w.stop_driving.store(true, std::memory_order_relaxed);
     last = g_w.open;
     last_window = g_w.open_window;
     g_w.open = nullptr;

@@ -74,6 +74,10 @@ Marks* fresh_marks() {
 void edge(Marks& m, std::int64_t index, std::int64_t at_ns) {
   const record::WindowAction a = m.scheduler.on_boundary(index);
   if (a == record::WindowAction::none) return;
+  if (a == record::WindowAction::prepare) {
+    if (m.hook != nullptr) m.hook(a, m.window + 1);
+    return;
+  }
   if (a == record::WindowAction::attach) {
     ++m.window;
     if (m.hook != nullptr) m.hook(a, m.window);

@@ -27,7 +27,8 @@ void classify_step_name(std::uint32_t id, std::string_view name);
 void on_range_begin(std::uint32_t name, std::int64_t begin_ns) noexcept;
 
 // The CUDA side's hook, called with the marks lock held at each window edge: attach must have device
-// recording on when it returns (the step's work is recorded); detach may finish on another thread.
+// recording on when it returns (the step's work is recorded); detach may finish on another thread;
+// prepare (the next boundary attaches) must not block.
 using WindowHook = void (*)(record::WindowAction action, std::int64_t window);
 // Registers the hook; true when a window is open now (the caller then attaches itself), `window` its number.
 bool set_window_hook(WindowHook hook, std::int64_t& window) noexcept;

@@ -50,14 +50,23 @@ TEST(WindowScheduler, AttachesAndDetachesAtTheStepsThePlanNames) {
     const WindowAction a = w.on_boundary(i);
     if (a == WindowAction::attach) edges += fmt::format("+{} ", i);
     if (a == WindowAction::detach) edges += fmt::format("-{} ", i);
+    if (a == WindowAction::prepare) edges += fmt::format("^{} ", i);
   }
-  // Steps 0-2 full, then (i - 3) % 5 < 2: 3,4 on; 5,6,7 off; 8,9 on; ...
-  EXPECT_EQ(edges, "-5 +8 -10 +13 -15 +18 ");
+  // Steps 0-2 full, then (i - 3) % 5 < 2: 3,4 on; 5,6,7 off; 8,9 on; ... Each attach is announced one
+  // boundary ahead (^), where that boundary is not itself an edge.
+  EXPECT_EQ(edges, "-5 ^7 +8 -10 ^12 +13 -15 ^17 +18 ");
   WindowScheduler none(SamplePlan{0, 1, 10});
   EXPECT_FALSE(none.recording()) << "no full steps: off until the first window";
   EXPECT_EQ(none.on_boundary(0), WindowAction::attach);
   EXPECT_EQ(none.on_boundary(1), WindowAction::detach);
   EXPECT_EQ(none.on_boundary(10), WindowAction::attach);
+  WindowScheduler tight(SamplePlan{0, 3, 4});  // one step between windows: it detaches and announces nothing
+  EXPECT_EQ(tight.on_boundary(0), WindowAction::attach);
+  EXPECT_EQ(tight.on_boundary(3), WindowAction::detach);
+  EXPECT_EQ(tight.on_boundary(4), WindowAction::attach);
+  WindowScheduler asked(SamplePlan{0, 1, 10, true});  // on demand: a capture is never announced
+  asked.capture(2);
+  EXPECT_EQ(asked.on_boundary(5), WindowAction::attach);
 }
 
 TEST(WindowMarks, PairsEdgesClosesTheOpenOneAndSkipsCutLines) {

@@ -76,7 +76,7 @@ WindowAction WindowScheduler::on_boundary(std::int64_t index) {
     want = true;
     --capture_left_;
   }
-  if (want == on_) return WindowAction::none;
+  if (want == on_) return !on_ && capture_left_ == 0 && plan_.records(index + 1) ? WindowAction::prepare : WindowAction::none;
   on_ = want;
   return want ? WindowAction::attach : WindowAction::detach;
 }

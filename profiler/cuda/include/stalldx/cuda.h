@@ -7,6 +7,9 @@
 //   session.start({});                 // SessionOptions::cupti / ::nvtx turn each on or off
 #pragma once
 
+#include <atomic>
+#include <cstdint>
+
 #include "stalldx/profiler.h"
 
 namespace stalldx::cuda {
@@ -21,6 +24,16 @@ Status install_cupti(Session& session);
 // finalizes CUPTI at its exit site (where CUPTI documents it is safe), and from then on the program's
 // CUDA calls pay nothing until a session starts again (which calls off a request not yet done).
 void detach_cupti();
+// Has the calling thread (one of ours, not the program's) make the finalize of a detach requested:
+// cheap CUDA calls (the driver's version), whose exits are quiet moments when no program thread is inside
+// a call, every millisecond until the detach is done or called off, `give_up` is set or `max_ns` passed;
+// then any program call's exit may still finalize. True when no detach is pending on return.
+bool drive_cupti_detach(const std::atomic<bool>& give_up, std::int64_t max_ns);
+// CUPTI made ready for the next session, off the program's threads: a detach not yet done is called off,
+// or, finalized, CUPTI is initialized again and its activity callbacks registered (records stay off), so
+// that the next start, at a step boundary on a program thread, only turns records on. The caller
+// serializes it with sessions' start and stop.
+void prepare_cupti();
 // Detaches finished so far in this process (requests honoured).
 long cupti_detaches();
 // One line on `fd` about the detaches (how many, the last finalize's thread and time); async-signal-

@@ -40,7 +40,10 @@ inline constexpr const char* kSampleEnv = "STALLDX_SAMPLE";
 // second — K seconds in every N after F seconds.
 inline constexpr std::int64_t kTickNs = 1'000'000'000;
 
-enum class WindowAction : std::uint8_t { none, attach, detach };
+// prepare: the next boundary attaches (the step that begins here is not recorded): a recorder that
+// detaches between windows may make CUPTI ready now, off the program's threads, so that attaching at the
+// next boundary is cheap.
+enum class WindowAction : std::uint8_t { none, attach, detach, prepare };
 
 // One process's window state: on_boundary() says what to do at each boundary. Not thread-safe (its
 // owner serializes boundaries).
