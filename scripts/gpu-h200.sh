@@ -217,14 +217,19 @@ windowcost)  # where a window's cost lands on example 2: per-step start-to-start
     echo "== $name ${args}"
     if [ $name = native ]; then timeout ${RUN_TIMEOUT:-150} $ex 2>&1 | grep -E "img/s"; continue; fi
     STALLDX_CRASH_BACKTRACE=1 timeout ${RUN_TIMEOUT:-150} stalldx record --sample ${PLAN:-5/50} $args --warmup 3 --trace /tmp/wc-$name.json -- $ex > /tmp/wc-$name.log 2>&1
-    echo "rc=$?"; grep -E "img/s|steady state:|windows|carried" /tmp/wc-$name.log | cut -c1-300 | head -8
+    rc=$?; echo "rc=$rc"; grep -E "img/s|steady state:|windows|carried" /tmp/wc-$name.log | cut -c1-300 | head -8
+    [ $rc = 0 ] || cp /tmp/wc-$name.log "$OUT/windowcost-$name-rc$rc.log"
     python3 scripts/step_times.py /tmp/wc-$name.json
   done > "$OUT/windowcost.txt" 2>&1
   ;;
-samplematrix)
-  grep -v -E "^seed-long\b" ${SCENARIOS:-configs/scenarios-h200.tsv} > /tmp/matrix.tsv
+samplematrix)  # ONLY="a|b": those scenarios alone; KEEP=1: their traces and logs come back (evs.tgz)
+  grep -v -E "^seed-long\b" ${SCENARIOS:-configs/scenarios-h200.tsv} | grep -E "^(#|${ONLY:-[a-z]})" > /tmp/matrix.tsv
   stalldx eval /tmp/matrix.tsv --record --record-args "${MATRIX_REC_ARGS:---sample 3/6}" --against-native --out /tmp/evs --min-accuracy 0 > "$OUT/eval-sampled.txt" 2>&1
   cp /tmp/evs/agreement.txt "$OUT/agreement-sampled.txt" 2>/dev/null
+  if [ -n "${KEEP:-}" ]; then  # each trace's per-step diagnosis, and the sampled traces (the native ones are large)
+    for f in /tmp/evs/*.json; do echo "== $f"; stalldx diagnose --warmup 3 "$f" | cut -c1-260; done > "$OUT/evs-diagnoses.txt" 2>&1
+    (cd /tmp/evs && tar czf "$OUT/evs-sampled.tgz" $(ls *.json | grep -v native) *.log)
+  fi
   ;;
 launchcost)  # the host cost of one launch (bench/launch_cost.py) natively and under each way of recording; PIN=N: on CPU N
   lc="env -u LD_LIBRARY_PATH ${PIN:+taskset -c $PIN} python3 bench/launch_cost.py"

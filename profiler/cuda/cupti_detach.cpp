@@ -1,9 +1,14 @@
-// CUPTI's dynamic detach (CUPTI's "Dynamic Detach": cuptiFinalize from a callback's exit site). The
-// request subscribes to the runtime and driver API domains; an API exit after it calls cuptiFinalize,
-// which also removes the subscriber. Between the request and that call every API call pays a callback;
-// after it, none does. A collector starting before the finalize cancels the request. The recorder's own
-// thread drives the finalize (drive_cupti_detach: calls of its own whose exits are candidates), so that
-// the finalize, a heavy call, is made there rather than inside one of the program's calls.
+// CUPTI's dynamic detach (CUPTI's "Dynamic Detach": cuptiFinalize from a callback's exit site). A
+// subscriber to the runtime and driver API domains is armed when a window opens (arm_cupti_detach, on the
+// thread that opens it, at a step boundary); closing the window only sets a flag (detach_cupti), and an
+// API exit after that calls cuptiFinalize, which also removes the subscriber. So no callback is enabled
+// or removed while the program's threads run CUDA calls through CUPTI's dispatch: subscribing there, at
+// a window's end on the recorder's thread, crashed PyTorch in that dispatch (SIGSEGV in libcupti under
+// cuDevicePrimaryCtxGetState, H200 2026-12-06, 2 runs in 6, no finalize yet made). During a window every
+// API call pays the callback (an early return while no detach is pending); after the finalize, none does.
+// A collector starting before the finalize calls the request off. The recorder's own thread drives the
+// finalize (drive_cupti_detach: calls of its own whose exits are candidates), so that the finalize, a
+// heavy call, is made there rather than inside one of the program's calls.
 //
 // When: finalizing while another thread is inside CUPTI's dispatch of a call crashed PyTorch runs
 // (SIGSEGV in libcupti on the main thread, H100 2026-12-05, 3 runs in 4, with the finalize on any
@@ -109,27 +114,29 @@ void write_text(int fd, const char* s) {
 
 }  // namespace
 
-void detach_cupti() {
+void arm_cupti_detach() {
   std::lock_guard<std::mutex> lock(g_mu);
-  if (g_pending.load(std::memory_order_relaxed)) return;
-  if (g_subscriber == nullptr && cuptiSubscribe(&g_subscriber, reinterpret_cast<CUpti_CallbackFunc>(&on_api), nullptr) != CUPTI_SUCCESS) {
+  if (g_subscriber != nullptr) return;
+  if (cuptiSubscribe(&g_subscriber, reinterpret_cast<CUpti_CallbackFunc>(&on_api), nullptr) != CUPTI_SUCCESS) {
     g_subscriber = nullptr;
-    return;  // another subscriber holds CUPTI (a tool of the program's own): stay attached, disabled
+    return;  // another subscriber holds CUPTI (a tool of the program's own): windows end disabled, attached
   }
-  g_inside.store(0, std::memory_order_relaxed);
-  g_epoch.fetch_add(1, std::memory_order_acq_rel);
-  g_requested_ns.store(now_ns(), std::memory_order_relaxed);
-  g_pending.store(true, std::memory_order_release);
   cuptiEnableDomain(1, g_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
   cuptiEnableDomain(1, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
 }
 
+void detach_cupti() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_pending.load(std::memory_order_relaxed) || g_subscriber == nullptr) return;  // not armed: stays attached
+  g_inside.store(0, std::memory_order_relaxed);
+  g_epoch.fetch_add(1, std::memory_order_acq_rel);
+  g_requested_ns.store(now_ns(), std::memory_order_relaxed);
+  g_pending.store(true, std::memory_order_release);
+}
+
 void cancel_cupti_detach() {
   std::lock_guard<std::mutex> lock(g_mu);
-  if (!g_pending.load(std::memory_order_relaxed)) return;
-  g_pending.store(false, std::memory_order_release);
-  if (g_subscriber != nullptr) cuptiUnsubscribe(g_subscriber);
-  g_subscriber = nullptr;
+  g_pending.store(false, std::memory_order_release);  // the subscriber stays, armed for the next request
 }
 
 bool drive_cupti_detach(const std::atomic<bool>& give_up, std::int64_t max_ns) {

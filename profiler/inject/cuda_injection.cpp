@@ -95,6 +95,7 @@ stalldx::Session* start_session_locked() {
     delete s;
     return nullptr;
   }
+  if (g_finalize_between_windows) stalldx::cuda::arm_cupti_detach();  // at the boundary, not at the window's end
   return s;
 }
 
@@ -207,6 +208,10 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
   if (marker >= 0) ::close(marker);
   g_session_pid = getpid();
   stalldx::inject::install_crash_backtrace(&stalldx::cuda::write_detach_state);
+  if (stalldx::inject::sampling()) {
+    const char* detach = std::getenv(stalldx::record::kCuptiDetachEnv);
+    g_finalize_between_windows = detach != nullptr && std::string_view(detach) == "1";
+  }
   std::int64_t window = 0;
   const bool open_now = stalldx::inject::set_window_hook(&on_window, window);
   {
@@ -216,8 +221,6 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
     if (g_w.open != nullptr) g_w.first_window = window;
   }
   if (stalldx::inject::sampling()) {
-    const char* detach = std::getenv(stalldx::record::kCuptiDetachEnv);
-    g_finalize_between_windows = detach != nullptr && std::string_view(detach) == "1";
     g_closer = new std::thread(&closer_loop);
     start_ticker();
   }

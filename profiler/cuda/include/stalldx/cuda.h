@@ -20,9 +20,14 @@ Status install(Session& session);
 // Adds the CUPTI collector alone: for a tool that takes NVTX ranges itself (the injection library).
 Status install_cupti(Session& session);
 
+// Makes a later detach_cupti() possible: subscribes to the API callbacks the detach needs. Called by the
+// thread that starts a window's session, right after it (at a step boundary, not inside a CUDA call), so
+// that closing the window enables nothing while the program runs. Idempotent until a finalize.
+void arm_cupti_detach();
 // CUPTI's dynamic detach, after the session that ran CUPTI stopped: the next CUDA API call of any thread
 // finalizes CUPTI at its exit site (where CUPTI documents it is safe), and from then on the program's
-// CUDA calls pay nothing until a session starts again (which calls off a request not yet done).
+// CUDA calls pay nothing until a session starts again (which calls off a request not yet done). Only a
+// flag: nothing happens unless arm_cupti_detach() ran since the last finalize.
 void detach_cupti();
 // Has the calling thread (one of ours, not the program's) make the finalize of a detach requested:
 // cheap CUDA calls (the driver's version), whose exits are quiet moments when no program thread is inside
