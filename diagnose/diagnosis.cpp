@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <unordered_map>
 
@@ -289,7 +290,7 @@ class StepJudge {
     acc.copies_in_step = sd.copies = copies_in(t_, work_, sr.step);
     sd.launch = launch_stats(t_, ix_, work_, sr.step);
     acc.launches_in_step = sd.launch.launches;
-    const bool host_only = !cov_.device_records || !windows_.covers(sr);
+    const bool host_only = !cov_.device_records || !on_device_timeline(sr, previous, sd);
     if (cov_.device_records && host_only) sd.basis = StepBasis::host_records;
     idle_.clear();
     const Interval window = host_only ? host_window(sr) : device_window(sr, previous, sd);
@@ -315,6 +316,59 @@ class StepJudge {
   }
 
  private:
+  // Can the step be judged on the device's timeline? Unsampled: yes. Sampled: when it lies inside a
+  // window, and neither of a window's blind ends holds it. A window opened after earlier steps: the device
+  // may still run work launched before it (not recorded), so its timeline is known only from the first
+  // recorded work of the window's steps on; the window's first step, and a step whose work ended before
+  // that, are judged from host records. A window's last steps, when the device runs behind the host: their
+  // work ran after the window closed, none or part of it recorded (no work, none after the step's window
+  // begins, or fewer kernels than the consumer's launches): host records too.
+  bool on_device_timeline(const HostRange& sr, const StepDiagnosis* previous, StepDiagnosis& sd) {
+    if (!windows_.sampled()) return true;
+    const std::ptrdiff_t w = windows_.window_of(sr);
+    const bool first = w >= 0 && w != last_window_;
+    last_window_ = w;
+    if (w < 0) return false;
+    if (first) {
+      known_from_ = &sr == ix_.steps.front() ? sr.begin_ns : first_work_in_window(sr, w);
+      if (&sr != ix_.steps.front()) {
+        sd.details.push_back("a window's first step: the device may still have run work launched before the window (not recorded)");
+        return false;
+      }
+    }
+    const auto end = work_.end_ns.find(sr.step);
+    const std::int64_t begin = previous != nullptr && previous->basis == StepBasis::device ? prev_ : std::max(sr.begin_ns, known_from_);
+    if (end == work_.end_ns.end() || end->second <= begin) {
+      sd.details.push_back("inside a window but its device work was not recorded after its window begins (it ran after the window closed)");
+      return false;
+    }
+    int kernels = 0;
+    for (std::size_t a : work_.of(sr.step)) kernels += t_.activities[a].kind == ActivityKind::kernel ? 1 : 0;
+    if (kernels < sd.launch.launches) {
+      sd.details.push_back(fmt::format("inside a window but {} of its {} kernel launches have no kernel recorded (they ran after the window closed)",
+                                       sd.launch.launches - kernels, sd.launch.launches));
+      return false;
+    }
+    return true;
+  }
+
+  // Where the window's device timeline is known from: on each stream, the first recorded work of the
+  // window's steps (from `sr` on; they come in order) begins after whatever ran unrecorded before it;
+  // the latest of those beginnings over the streams.
+  std::int64_t first_work_in_window(const HostRange& sr, std::ptrdiff_t w) const {
+    std::map<std::pair<std::int32_t, std::uint32_t>, std::int64_t> first;  // (device, stream) -> earliest begin
+    auto it = std::find(ix_.steps.begin(), ix_.steps.end(), &sr);
+    for (; it != ix_.steps.end() && windows_.window_of(**it) == w; ++it)
+      for (std::size_t a : work_.of((*it)->step)) {
+        const DeviceActivity& act = t_.activities[a];
+        auto [at, fresh] = first.try_emplace({act.device, act.stream}, act.begin_ns);
+        if (!fresh) at->second = std::min(at->second, act.begin_ns);
+      }
+    std::int64_t known = std::numeric_limits<std::int64_t>::min();
+    for (const auto& [stream, begin] : first) known = std::max(known, begin);
+    return first.empty() ? std::numeric_limits<std::int64_t>::max() : known;
+  }
+
   // What the consumer waited on inside its step.
   Interval host_window(const HostRange& sr) {
     const Interval w{sr.begin_ns, sr.end_ns};
@@ -322,7 +376,8 @@ class StepJudge {
     return w;
   }
   Interval device_window(const HostRange& sr, const StepDiagnosis* previous, StepDiagnosis& sd) {
-    if (windows_.sampled() && (previous == nullptr || previous->basis != StepBasis::device)) prev_ = sr.begin_ns;  // a window's first step
+    if (windows_.sampled() && (previous == nullptr || previous->basis != StepBasis::device))
+      prev_ = std::max(sr.begin_ns, known_from_);  // the window's first step judged on the device
     const auto it = work_.end_ns.find(sr.step);
     const std::int64_t end = it == work_.end_ns.end() ? prev_ : std::max(prev_, it->second);
     if (it == work_.end_ns.end()) sd.details.push_back("no device work recorded for this step: its idle time moves to the next step");
@@ -341,6 +396,8 @@ class StepJudge {
   const StepWork& work_;
   const DeviceWindows& windows_;
   std::int64_t prev_;  // where the next step's device window begins
+  std::ptrdiff_t last_window_ = -1;  // the device window of the step judged before (sampled recordings)
+  std::int64_t known_from_ = 0;      // where that window's device timeline is known from
   std::size_t busy_cursor_ = 0, gap_cursor_ = 0, seg_cursor_ = 0;
   std::vector<Interval> idle_;  // this step's idle gaps
 };

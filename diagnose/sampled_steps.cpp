@@ -20,12 +20,16 @@ DeviceWindows::DeviceWindows(const Trace& t, bool device_records) {
   plan_words_ = it != t.meta.config.end() && record::SamplePlan::parse(it->second, plan, error) ? plan.words() : "sampled";
 }
 
-bool DeviceWindows::covers(const HostRange& step) const {
-  if (!sampled_) return true;
+std::ptrdiff_t DeviceWindows::window_of(const HostRange& step) const {
+  if (!sampled_) return 0;
   // Some window begun by the step's begin lasts to its end: the latest end among those windows does.
   const auto it = std::upper_bound(windows_.begin(), windows_.end(), step.begin_ns,
                                    [](std::int64_t b, const record::DeviceWindow& w) { return b < w.begin_ns; });
-  return it != windows_.begin() && latest_end_[static_cast<std::size_t>(it - windows_.begin()) - 1] >= step.end_ns;
+  if (it == windows_.begin()) return -1;
+  std::ptrdiff_t i = it - windows_.begin() - 1;
+  if (latest_end_[static_cast<std::size_t>(i)] < step.end_ns) return -1;
+  while (windows_[static_cast<std::size_t>(i)].end_ns < step.end_ns) --i;  // the one that holds it (ends are cumulative maxima)
+  return i;
 }
 
 namespace {

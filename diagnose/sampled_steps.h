@@ -15,7 +15,10 @@ class DeviceWindows {
   DeviceWindows(const Trace& t, bool device_records);
   bool sampled() const { return sampled_; }
   // Unsampled: every step. Sampled: a step that lies wholly inside one window.
-  bool covers(const HostRange& step) const;
+  bool covers(const HostRange& step) const { return window_of(step) >= 0; }
+  // Sampled: the index of the window the step lies wholly inside (windows sorted by begin), else -1.
+  // Unsampled: 0 for every step.
+  std::ptrdiff_t window_of(const HostRange& step) const;
   std::size_t count() const { return windows_.size(); }
   const std::string& plan_words() const { return plan_words_; }
 

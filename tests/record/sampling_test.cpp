@@ -103,7 +103,8 @@ TEST(WindowMarks, PairsEdgesClosesTheOpenOneAndSkipsCutLines) {
 // A trace of 10 steps whose device records exist only in steps 0-2 and 6-7 (the windows). Steps 3-5 and
 // 8-9 have none: step 4 waited on its input (judged from host records), the others did not wait (step 8
 // only submitted work) and carry the verdict of the nearest window step. Failed before the fix for
-// step 8 (its submit range made it "submission" from host records).
+// step 8 (its submit range made it "submission" from host records). Step 6 opens a window after earlier
+// steps: the device may still run their unrecorded work, so it is judged from host records (and carries).
 Trace sampled_trace(bool launch_bound_windows) {
   Trace t;
   t.meta.host = t.meta.nvtx = t.meta.cupti = true;
@@ -149,27 +150,46 @@ TEST(SampledDiagnosis, StepsOutsideWindowsAreJudgedFromHostRecordsOrCarryTheNear
     const diagnose::Report rep = diagnose::diagnose(t, th);
     ASSERT_EQ(rep.steps.size(), 10u);
     const diagnose::Verdict window_verdict = launch_bound ? diagnose::Verdict::submission : diagnose::Verdict::device_bound;
-    for (int s : {0, 1, 2, 6, 7}) {
+    for (int s : {0, 1, 2, 7}) {
       EXPECT_EQ(rep.steps[s].basis, diagnose::StepBasis::device) << s;
       EXPECT_EQ(rep.steps[s].verdict, window_verdict) << s << " " << rep.steps[s].evidence;
     }
     EXPECT_EQ(rep.steps[4].basis, diagnose::StepBasis::host_records);
     EXPECT_EQ(rep.steps[4].verdict, diagnose::Verdict::input) << "a wait with no producers recorded: "
                                                                      << rep.steps[4].evidence;
-    for (auto [s, from] : {std::pair{3, 2}, {5, 6}, {8, 7}, {9, 7}}) {
+    for (auto [s, from] : {std::pair{3, 2}, {5, 7}, {6, 7}, {8, 7}, {9, 7}}) {
       EXPECT_EQ(rep.steps[s].basis, diagnose::StepBasis::carried) << s;
       EXPECT_EQ(rep.steps[s].carried_from, from) << s;
       EXPECT_EQ(rep.steps[s].verdict, window_verdict) << s;
     }
     EXPECT_TRUE(rep.coverage.sampled);
-    EXPECT_EQ(rep.coverage.steps_in_windows, 5u);
-    EXPECT_EQ(rep.coverage.steps_carried, 4u);
+    EXPECT_EQ(rep.coverage.steps_in_windows, 4u);
+    EXPECT_EQ(rep.coverage.steps_carried, 5u);
     EXPECT_EQ(rep.coverage.confidence, diagnose::Confidence::lowered);
     EXPECT_NE(diagnose::report_text(rep).find("[carried] "), std::string::npos);
     const auto j = nlohmann::json::parse(diagnose::report_json(rep));
     EXPECT_EQ(j["steps"][3]["basis"], "carried");
-    EXPECT_EQ(j["coverage"]["sampling"]["steps_carried"], 4);
+    EXPECT_EQ(j["coverage"]["sampling"]["steps_carried"], 5);
   }
+}
+
+// A window's last steps whose device work ran after the window closed (the device behind the host): no
+// records of their work, so no timeline to judge them on. Failed before the fix: the step's window was
+// 0 ms long and its verdict "device-bound" (stall 0 under the threshold), while it waited on its input.
+TEST(SampledDiagnosis, AWindowStepWhoseWorkWasNotRecordedIsJudgedFromHostRecords) {
+  Trace t = sampled_trace(false);
+  const std::int64_t ms = 1'000'000;
+  const std::int64_t b = 1'000 * ms + 7 * 10 * ms;
+  t.ranges.push_back({b, b + 8 * ms, 0, t.intern("wait_batch"), Role::wait_batch});
+  std::erase_if(t.activities, [](const DeviceActivity& a) { return a.step == 7; });
+  assign_steps(t);
+  diagnose::Thresholds th;
+  th.warmup_steps = 0;
+  const diagnose::Report rep = diagnose::diagnose(t, th);
+  ASSERT_EQ(rep.steps.size(), 10u);
+  EXPECT_EQ(rep.steps[7].basis, diagnose::StepBasis::host_records);
+  EXPECT_EQ(rep.steps[7].verdict, diagnose::Verdict::input) << rep.steps[7].evidence;
+  EXPECT_EQ(rep.coverage.steps_in_windows, 3u);
 }
 
 #ifdef NVTX_LOOP
