@@ -53,17 +53,17 @@ Action add_record_command(CLI::App& app, const std::vector<std::string>& command
   sub->add_flag("--cuda-every-call", [a](std::int64_t) { a->options.optional.every_call = true; },
                 "record CUDA calls that only query state too (cudaGetLastError, cudaFuncGetAttributes, ...: heavier)");
   a->sample_opt = sub->add_option("--sample", a->sample,
-                                  "device records (CUPTI) in windows: K/N records K steps in every N and turns CUPTI's records off between "
-                                  "(CUPTI stays loaded: a launch-bound loop still pays some, see --cupti-detach); K/N+F after F full steps; "
+                                  "device records (CUPTI) in windows: K/N records K steps in every N and detaches CUPTI between them "
+                                  "(finalized: the program's CUDA calls pay nothing there); K/N+F after F full steps; "
                                   "alone: auto = every step of the first 50, then 5 in every 100")
                       ->expected(0, 1);
   a->live_opt = sub->add_option("--live", a->options.live_s,
                                 "every this many seconds while the command runs, print one line: the time share by class and steps/s "
                                 "(default 30 with --sample or --live-json, else off; 0: off)")
                     ->check(CLI::Range(0.0, 86400.0));
-  sub->add_flag("--cupti-detach", a->options.cupti_detach,
-                "with --sample / --on-demand: finalize CUPTI between windows (no cost there at all) instead of only turning its "
-                "records off; experimental: before a fix it crashed PyTorch runs, after it 3 of 3 ran (docs/measurements.md)");
+  sub->add_flag("--cupti-detach,!--no-cupti-detach", a->options.cupti_detach,
+                "with --sample / --on-demand: finalize CUPTI between windows (the default; no cost there at all); "
+                "--no-cupti-detach only turns its records off (CUPTI stays loaded: a launch-bound loop pays ~9 %, docs/measurements.md)");
   sub->add_flag("--on-demand", a->on_demand,
                 "no device records until asked: `stalldx capture PID --steps K` records the next K steps (NVTX ranges throughout)");
   sub->add_option("--live-json", a->options.live_json, "append each live line to this file as JSON (one object a line)");

@@ -25,7 +25,7 @@
 #   gpu-h200.sh sampling  record --sample: 120 attach/detach cycles (record_gpu_test), example 2 native / `--sample 5/100`
 #                         pairs (ROUNDS, STEPS), full `record` pairs (FULL_ROUNDS), the seed workload native / sampled pairs
 #   gpu-h200.sh samplecost  where --sample's cost goes: native / NVTX only / CUPTI never started / one window / 5/100 / finalized
-#   gpu-h200.sh detach    native / `--sample 5/100 --cupti-detach` pairs on example 2; a crash's stack kept
+#   gpu-h200.sh detach    native / `--sample 5/100` (CUPTI finalized between windows) pairs on example 2; a crash's stack kept
 #   gpu-h200.sh windowcost  example 2 per step around each window of --sample 5/50 (finalized between or not)
 #   gpu-h200.sh samplematrix  the scenario matrix natively and under `record --sample 3/6`, per-step agreement (in windows too)
 #   gpu-h200.sh ddp       torchrun --nproc-per-node 2 DDP ResNet-50 (gloo), rank 1 with slow reads / balanced: under record
@@ -194,16 +194,16 @@ samplecost)  # where --sample's cost goes on example 2: native against NVTX + ho
   rec="stalldx record --warmup 3 --trace /tmp/sc.json"
   for i in ${ROUNDS:-1 2 3}; do
     echo "round $i native $(rate $ex) nvtx $(rate $rec --no-cuda -- $ex) ondemand $(rate $rec --on-demand -- $ex)" \
-         "one-window $(rate $rec --sample 5/1000 -- $ex) sample $(rate $rec --sample 5/100 -- $ex)" \
-         "detach $(STALLDX_CRASH_BACKTRACE=1 PYTHONFAULTHANDLER=1 rate $rec --sample 5/100 --cupti-detach -- $ex)"
+         "one-window $(rate $rec --sample 5/1000 -- $ex) records-off $(rate $rec --sample 5/100 --no-cupti-detach -- $ex)" \
+         "detach $(STALLDX_CRASH_BACKTRACE=1 PYTHONFAULTHANDLER=1 rate $rec --sample 5/100 -- $ex)"
   done > "$OUT/samplecost.txt" 2>&1
   ;;
-detach)  # --cupti-detach's safety and cost on example 2: native / `--sample 5/100 --cupti-detach` pairs, ABBA;
+detach)  # the CUPTI detach's safety and cost on example 2: native / `--sample 5/100` (finalized between windows) pairs, ABBA;
          # a crash writes its native stack and the last finalize's thread (STALLDX_CRASH_BACKTRACE) to a kept log
   ex="$py --workers 12 --steps ${STEPS:-120}"
   rate() { timeout ${RUN_TIMEOUT:-120} "$@" > /tmp/dt.log 2>&1; echo "rc=$?" >> /tmp/dt.log; r=$(grep -oE "[0-9]+ img/s" /tmp/dt.log | head -1 | grep -oE "[0-9]+")
            [ -n "$r" ] && echo "$r" || { echo "-"; cp /tmp/dt.log "$OUT/detach-fail-$(date +%s).log"; }; }
-  det="stalldx record --sample 5/100 --cupti-detach --warmup 3 --trace /tmp/dt.json --"
+  det="stalldx record --sample 5/100 --warmup 3 --trace /tmp/dt.json --"
   for i in ${ROUNDS:-1 2 3 4}; do
     if (( i % 2 )); then n=$(rate $ex); d=$(STALLDX_CRASH_BACKTRACE=1 rate $det $ex); else d=$(STALLDX_CRASH_BACKTRACE=1 rate $det $ex); n=$(rate $ex); fi
     echo "round $i native $n detach $d"
@@ -212,7 +212,7 @@ detach)  # --cupti-detach's safety and cost on example 2: native / `--sample 5/1
 windowcost)  # where a window's cost lands on example 2: per-step start-to-start times around each window
             # (scripts/step_times.py), finalizing between windows or not; a native run's rate beside them
   ex="$py --workers 12 --steps ${STEPS:-200}"
-  for c in "detach|--cupti-detach" "records-off|" "detach2|--cupti-detach" "native|"; do
+  for c in "detach|" "records-off|--no-cupti-detach" "detach2|" "native|"; do
     name=${c%%|*}; args=${c#*|}
     echo "== $name ${args}"
     if [ $name = native ]; then timeout ${RUN_TIMEOUT:-150} $ex 2>&1 | grep -E "img/s"; continue; fi

@@ -7,8 +7,8 @@
 // Sampled (`record --sample`, step_marks.h): a session per window. A window opens at a step boundary on
 // the thread that marks it (CUPTI on before the step's first call); it closes there too, but the work of
 // closing — flush, drain, CUPTI's detach, writing <pid>.cuda.w<N>.json — is done by a closer thread, so
-// the program's step pays only for setting a flag. Between windows CUPTI records nothing; with
-// --cupti-detach it is also finalized (no callback at all), the finalize and the re-initialization one
+// the program's step pays only for setting a flag. Between windows CUPTI records nothing; unless
+// --no-cupti-detach it is also finalized (no callback at all), the finalize and the re-initialization one
 // boundary before the next window made on the closer thread (closer_loop). Only the first and the newest
 // kMaxWindowFiles - 1 window files are kept.
 #include <fcntl.h>
@@ -82,8 +82,8 @@ struct Windows {
   std::atomic<bool> stop_driving{false};  // a window edge or the exit: the closer stops driving a detach
 };
 Windows g_w;
-// `record --cupti-detach`: finalize CUPTI between windows (CUPTI's dynamic detach) instead of only
-// turning its records off. Off by default: see kCuptiDetachEnv.
+// `record --sample` (unless --no-cupti-detach): finalize CUPTI between windows (CUPTI's dynamic detach)
+// instead of only turning its records off. See kCuptiDetachEnv.
 bool g_finalize_between_windows = false;
 // How long the closer drives one finalize before leaving it to the program's calls' exits.
 constexpr std::int64_t kDriveDetachNs = 3'000'000'000;

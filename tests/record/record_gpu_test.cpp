@@ -18,7 +18,7 @@ namespace {
 
 class RecordSampleGpu : public ::testing::TestWithParam<const char*> {};
 
-// Both ways of leaving CUPTI between windows: records off (the default), and finalized (--cupti-detach).
+// Both ways of leaving CUPTI between windows: finalized (the default), and records off (--no-cupti-detach).
 TEST_P(RecordSampleGpu, HundredAttachDetachCyclesLeakNothingAndLinkEveryKernel) {
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) GTEST_SKIP() << "no CUDA device";
@@ -74,7 +74,7 @@ TEST_P(RecordSampleGpu, HundredAttachDetachCyclesLeakNothingAndLinkEveryKernel) 
   EXPECT_GE(graph_steps, 15) << "the graph's kernels are recorded after many detaches";
 }
 
-INSTANTIATE_TEST_SUITE_P(Detach, RecordSampleGpu, ::testing::Values("", "--cupti-detach"));
+INSTANTIATE_TEST_SUITE_P(Detach, RecordSampleGpu, ::testing::Values("", "--no-cupti-detach"));
 
 }  // namespace
 }  // namespace stalldx::record

@@ -31,7 +31,7 @@ struct RecordOptions {
   // --sample: device records (CUPTI) only in windows of steps, detached between (record/sampling.h);
   // the default records every step.
   record::SamplePlan sample;
-  bool cupti_detach = false;              // --cupti-detach: finalize CUPTI between windows (experimental)
+  bool cupti_detach = true;               // with windows: finalize CUPTI between them (--no-cupti-detach: records off only)
   // --live: every live_s seconds while CMD runs, one line on `live` (and a JSON line appended to
   // live_json): the last interval's time share by class and steps/s. 0: none.
   double live_s = 0;
