@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "call_cause.h"
 #include "coverage.h"
@@ -322,7 +323,7 @@ class StepJudge {
   // recorded work of the window's steps on; the window's first step, and a step whose work ended before
   // that, are judged from host records. A window's last steps, when the device runs behind the host: their
   // work ran after the window closed, none or part of it recorded (no work, none after the step's window
-  // begins, or fewer kernels than the consumer's launches): host records too.
+  // begins, or a launch of the consumer's without its work): host records too.
   bool on_device_timeline(const HostRange& sr, const StepDiagnosis* previous, StepDiagnosis& sd) {
     if (!windows_.sampled()) return true;
     const std::ptrdiff_t w = windows_.window_of(sr);
@@ -342,14 +343,38 @@ class StepJudge {
       sd.details.push_back("inside a window but its device work was not recorded after its window begins (it ran after the window closed)");
       return false;
     }
-    int kernels = 0;
-    for (std::size_t a : work_.of(sr.step)) kernels += t_.activities[a].kind == ActivityKind::kernel ? 1 : 0;
-    if (kernels < sd.launch.launches) {
-      sd.details.push_back(fmt::format("inside a window but {} of its {} kernel launches have no kernel recorded (they ran after the window closed)",
-                                       sd.launch.launches - kernels, sd.launch.launches));
+    if (const int missing = launches_without_work(sr.step); missing > 0) {
+      sd.details.push_back(fmt::format("inside a window but {} of its launches have no device work recorded (it ran after the window closed)",
+                                       missing));
       return false;
     }
     return true;
+  }
+
+  // The consumer's launch calls in `step` whose work has no record: outermost calls only (a driver
+  // launch inside the runtime's launch call is the same launch, its work under the outer correlation).
+  int launches_without_work(std::int64_t step) {
+    if (!launches_indexed_) {
+      launches_indexed_ = true;
+      for (const RuntimeCall* c : ix_.consumer_calls)
+        if (c->step >= 0 && ix_.kind(*c) == ApiKind::launch) launches_[c->step].push_back(c);
+      for (auto& [s, v] : launches_) {
+        std::sort(v.begin(), v.end(), [](const RuntimeCall* a, const RuntimeCall* b) {
+          return a->begin_ns != b->begin_ns ? a->begin_ns < b->begin_ns : a->end_ns > b->end_ns;  // the outer call first
+        });
+        std::size_t kept = 0;
+        for (const RuntimeCall* c : v)
+          if (kept == 0 || c->begin_ns >= v[kept - 1]->end_ns) v[kept++] = c;  // one nested in the one before: dropped
+        v.resize(kept);
+      }
+    }
+    const auto it = launches_.find(step);
+    if (it == launches_.end()) return 0;
+    std::unordered_set<std::uint64_t> done;
+    for (std::size_t a : work_.of(step)) done.insert(t_.activities[a].correlation);
+    int missing = 0;
+    for (const RuntimeCall* c : it->second) missing += done.count(c->correlation) == 0 ? 1 : 0;
+    return missing;
   }
 
   // Where the window's device timeline is known from: on each stream, the first recorded work of the
@@ -398,6 +423,8 @@ class StepJudge {
   std::int64_t prev_;  // where the next step's device window begins
   std::ptrdiff_t last_window_ = -1;  // the device window of the step judged before (sampled recordings)
   std::int64_t known_from_ = 0;      // where that window's device timeline is known from
+  std::map<std::int64_t, std::vector<const RuntimeCall*>> launches_;  // step -> outermost consumer launches (sampled, lazily)
+  bool launches_indexed_ = false;
   std::size_t busy_cursor_ = 0, gap_cursor_ = 0, seg_cursor_ = 0;
   std::vector<Interval> idle_;  // this step's idle gaps
 };

@@ -110,6 +110,7 @@ Trace sampled_trace(bool launch_bound_windows) {
   t.meta.host = t.meta.nvtx = t.meta.cupti = true;
   t.threads = {{0, 10, "main"}};
   const auto step = t.intern("step"), wait = t.intern("wait_batch"), launch = t.intern("cudaLaunchKernel"), k = t.intern("kernel");
+  const auto driver_launch = t.intern("cuLaunchKernel");
   const std::int64_t ms = 1'000'000;
   std::uint32_t corr = 1;
   for (int s = 0; s < 10; ++s) {
@@ -126,6 +127,7 @@ Trace sampled_trace(bool launch_bound_windows) {
     for (int i = 0; i < kernels; ++i) {
       const std::int64_t at = b + i * (launch_bound_windows ? 45'000 : 0);
       t.calls.push_back({at, at + 5'000, 0, launch, corr});
+      t.calls.push_back({at + 1'000, at + 4'000, 0, driver_launch, 100'000 + corr});  // the runtime's own driver call: no work of its own
       DeviceActivity a;
       a.kind = ActivityKind::kernel;
       a.name = k;
