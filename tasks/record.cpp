@@ -71,6 +71,7 @@ void add_python_hook_env(const RecordOptions& o, ChildOptions& co) {
   for (int i = 0; i < kRoleCount; ++i) roles += fmt::format("{}{}:{}", i ? "," : "", role_name(static_cast<Role>(i)), i);
   co.env.push_back({"STALLDX_PY_ROLES", roles});
   co.env.push_back({"STALLDX_PY_STEP_NAME", record::kPythonLoopStepName});
+  co.env.push_back({"STALLDX_PY_BACKWARD_STEP_NAME", record::kPythonBackwardStepName});
 }
 }  // namespace
 

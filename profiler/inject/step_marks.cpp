@@ -154,7 +154,7 @@ void classify_step_name(std::uint32_t id, std::string_view name) {
   int level = 0;
   const std::optional<Role> role = g_roles->match(name, "");
   if (g_step.found_in(name) || role == Role::step) level = 3;
-  else if (name == record::kPythonLoopStepName) level = 2;
+  else if (record::python_hook_step_name(name)) level = 2;
   else if (std::string k = record::masked_name(name); !k.empty() && ++m->families[k] >= record::kMinFamily) level = 1;
   m->levels[id].store(static_cast<std::uint8_t>(level), std::memory_order_relaxed);
 }

@@ -13,6 +13,8 @@
 # A batch id is (iterator << 40) | (epoch << 24) | index, the same number in the loop and in the worker.
 # Clocks: time.monotonic_ns() is CLOCK_MONOTONIC, stalldx's clock. Every patch falls back to the
 # original on any error of its own: the program must behave exactly as without the hook.
+# A loop without a DataLoader: steps from its backward passes, its batch from what runs between a
+# backward and the next forward (stalldx_hook_loop.py).
 # This module: the library binding, file reads, copies, collectives and the installation; the loop's,
 # the loader's and the workers' patches are in stalldx_hook_loader.py.
 import builtins
@@ -27,6 +29,7 @@ import time
 _lib = None
 _ROLE = {}
 _STEP_NAME = "DataLoader loop iteration"
+_BACKWARD_STEP_NAME = "training loop iteration (backward to backward)"
 _names = {}  # name -> id in this process's names file (cleared in a forked child)
 _clock_buf = None
 _serials = itertools.count(0)  # the first iterator's batch ids are its plain indices
@@ -147,6 +150,7 @@ def _collective_patch(orig, label):
 
 
 _dist_patched = [False]
+_dataloader_seen = [False]  # a DataLoader batch was asked for: its iterations are the steps (not the backward passes')
 
 
 def _patch_torch_distributed(torch):
@@ -186,6 +190,9 @@ def _patch_torch_data():
     single.__init__ = _loader._iter_init_patch(single.__init__, False)
     multi.__init__ = _loader._iter_init_patch(multi.__init__, True)
     pin_memory.pin_memory = _pin_patch(pin_memory.pin_memory)
+    import stalldx_hook_loop as _loop
+
+    _loop.install(torch)
     torch.Tensor.to = _to_patch(torch.Tensor.to, "to(device)")
     torch.Tensor.cuda = _to_patch(torch.Tensor.cuda, "cuda()")
     _lib.stalldx_py_note(("torch %s: DataLoader patched" % torch.__version__).encode())
@@ -225,7 +232,7 @@ def _after_fork_in_child():
 
 def arm():
     """Loads the injection library and waits for torch.utils.data. Called once, by the shim."""
-    global _lib, _clock_buf, _STEP_NAME
+    global _lib, _clock_buf, _STEP_NAME, _BACKWARD_STEP_NAME
     if _lib is not None:
         return
     path = os.environ.get("STALLDX_PY_INJECT")
@@ -251,6 +258,7 @@ def arm():
     if not all(r in _ROLE for r in ("step", "wait_batch", "retrieval", "decode", "collate", "submit")):
         return
     _STEP_NAME = os.environ.get("STALLDX_PY_STEP_NAME", _STEP_NAME)
+    _BACKWARD_STEP_NAME = os.environ.get("STALLDX_PY_BACKWARD_STEP_NAME", _BACKWARD_STEP_NAME)
     _clock_buf = (ctypes.c_int64 * 3)()
     _lib = lib
     _orig["open"] = builtins.open

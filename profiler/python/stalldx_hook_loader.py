@@ -190,6 +190,14 @@ def _next_patch(orig_next):
             t0, c0, q0 = _h._clocks()
         except Exception:
             return orig_next(self)
+        if not _h._dataloader_seen[0]:  # from now on the DataLoader's iterations are the steps
+            _h._dataloader_seen[0] = True
+            try:
+                import stalldx_hook_loop
+
+                stalldx_hook_loop.stop(_h._local)
+            except Exception:
+                pass
         _close_step(self, t0)  # the previous iteration ends where this wait begins
         if not _h._dist_patched[0]:  # torch.distributed loads after torch.utils.data: patched at the loop's first batch
             _h._dist_patched[0] = True

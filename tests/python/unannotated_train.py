@@ -7,6 +7,7 @@ flags. Knobs induce one cause at a time:
 Makes its own images (--data DIR) when the folder is empty."""
 import argparse
 import os
+import random
 import sys
 import time
 
@@ -28,6 +29,7 @@ p.add_argument("--iterable", action="store_true")
 p.add_argument("--subclass", action="store_true")
 p.add_argument("--epochs", type=int, default=1)
 p.add_argument("--exit-workers", action="store_true", help="workers leave by os._exit (as some launchers do)")
+p.add_argument("--no-loader", action="store_true", help="batches from a plain generator in the loop, no DataLoader")
 args = p.parse_args()
 
 
@@ -105,7 +107,18 @@ if __name__ == "__main__":
         kw.update(multiprocessing_context=args.start, persistent_workers=args.persistent)
         if args.exit_workers:
             kw["worker_init_fn"] = exit_now
-    loader = cls(ds, shuffle=not args.iterable, **kw)
+    loader = cls(ds, shuffle=not args.iterable, **kw) if not args.no_loader else None
+    if args.no_loader:  # the loop makes its own batches: samples read and transformed in the loop's thread
+
+        class Batches:
+            def __iter__(self):
+                order = list(range(len(ds)))
+                random.shuffle(order)
+                for i in range(0, len(order) - args.batch + 1, args.batch):
+                    samples = [ds[j] for j in order[i:i + args.batch]]
+                    yield torch.stack([x for x, _ in samples]), torch.tensor([y for _, y in samples])
+
+        loader = Batches()
     model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 48 * 48, 10))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     done = 0

@@ -175,11 +175,15 @@ StepEvidence infer_steps(Trace& t) {
   StepEvidence ev;
   // The Python hook's iterations: steps only when nothing the program itself said marks them.
   std::vector<HostRange*> loop_iterations;
+  std::size_t backward_iterations = 0;  // of those, a loop without a DataLoader (backward to backward)
   std::size_t named = 0;
   std::map<std::string, std::size_t> named_names;
   for (HostRange& r : t.ranges) {
     if (r.role != Role::step) continue;
-    if (t.name(r.name) == kPythonLoopStepName) loop_iterations.push_back(&r);
+    if (python_hook_step_name(t.name(r.name))) {
+      loop_iterations.push_back(&r);
+      backward_iterations += t.name(r.name) == kPythonBackwardStepName ? 1 : 0;
+    }
     else { ++named; if (named_names.size() < 3) named_names[t.name(r.name)]++; }
   }
   const auto demote_loop = [&] {
@@ -226,7 +230,10 @@ StepEvidence infer_steps(Trace& t) {
         ev.passed_over.push_back(fmt::format("'{}' on {} ({} ranges): {}", f.key.substr(0, 60), thread_label(t, f.lane), f.ranges.size(), f.refused));
       if (!loop_iterations.empty()) {
         ev.rule = StepRule::python_loop;
-        ev.found = fmt::format("{} iterations of the loop over a DataLoader (the Python hook)", loop_iterations.size());
+        ev.found = backward_iterations == loop_iterations.size()
+                       ? fmt::format("{} iterations of the training loop, from one backward pass to the next (the Python hook; no DataLoader)",
+                                     loop_iterations.size())
+                       : fmt::format("{} iterations of the loop over a DataLoader (the Python hook)", loop_iterations.size());
         ev.how_to_override = "--step REGEX names your own step ranges; --no-python-hook turns the hook off";
       } else if (cuda_period(t, ev)) {
         ev.rule = StepRule::cuda_period;

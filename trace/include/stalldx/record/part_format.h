@@ -42,6 +42,11 @@ inline constexpr const char* kStalldxDomain = "stalldx";
 // The name the Python hook gives one iteration of a loop over a DataLoader (from one __next__ to the
 // next): the step boundary of a program with no step ranges of its own (record/step_inference.h).
 inline constexpr const char* kPythonLoopStepName = "DataLoader loop iteration";
+// The name it gives one iteration of a loop that makes its batches without a DataLoader: from the end
+// of one backward pass to the end of the next (profiler/python/stalldx_hook_loop.py). Same rank.
+inline constexpr const char* kPythonBackwardStepName = "training loop iteration (backward to backward)";
+// Is `name` one of the Python hook's step names?
+inline bool python_hook_step_name(std::string_view name) { return name == kPythonLoopStepName || name == kPythonBackwardStepName; }
 // Which optional CUPTI records the injection enables (`stalldx record --no-cuda-driver / --no-cuda-sync /
 // --cuda-every-call`): a comma list of "driver" (driver API calls), "sync" (synchronization activity) and
 // "every-call" (state queries too: cudaGetLastError, cudaFuncGetAttributes, ...), "none" for none of them;

@@ -4,7 +4,8 @@
 //   2. numbered family: ranges on one thread whose names are equal once numbers are masked ("iter 7",
 //      "Iteration 3", "train_step[5]"), at least kMinFamily of them, none overlapping another — on the
 //      thread that launches most device work when it has one, the longest family in total time;
-//   3. Python loop: the Python hook's iterations over a DataLoader (part_format.h kPythonLoopStepName);
+//   3. Python loop: the Python hook's iterations over a DataLoader (part_format.h kPythonLoopStepName), or
+//      of a loop without one, backward pass to backward pass (kPythonBackwardStepName);
 //   4. CUDA period: no usable ranges at all — one step per batch-sized host-to-device copy issued by the
 //      thread that launches most device work, else per launch of the kernel that recurs once a period;
 //      lowered confidence, since nothing the program said marks the step.

@@ -1,0 +1,109 @@
+# The stalldx hook's steps for a training loop that makes its batches without a DataLoader (its own
+# generator, a list of file names, a reader class): the same ranges as a DataLoader loop with
+# num_workers=0, found from what every training loop does.
+#   - an iteration ends where a backward pass ends (torch.autograd.backward, which Tensor.backward
+#     calls): one step from the end of one backward to the end of the next (a step, role step);
+#   - the batch is made between the end of a backward and the next forward (the first module call
+#     after it, torch's global forward pre-hook, removed once it fires): a wait for the batch
+#     (wait_batch) split as a fetch is (stalldx_hook_loader._record_work: reads of files opened in it
+#     and time blocked off-CPU are retrieval, the rest decode). The optimizer's step falls in it too
+#     (host work, short where the model runs on a GPU).
+# Only while the process has iterated no DataLoader: from the first DataLoader batch on its own
+# iterations are the steps, and this stays quiet. Clocks: CLOCK_MONOTONIC (time.monotonic_ns), stalldx's.
+# Every patch falls back to the original on an error of its own.
+import builtins
+
+import stalldx_hook as _h
+import stalldx_hook_loader as _loader
+
+_serial = [None]  # this process's loop serial (a batch id's iterator field), taken at the first step
+_index = [0]
+
+
+def _active():
+    return not _h._dataloader_seen[0]
+
+
+def _batch_id():
+    if _serial[0] is None:
+        _serial[0] = next(_h._serials)
+    return _h._batch_id(_serial[0], 0, _index[0])
+
+
+def _begin_between(loc, torch):
+    """After a backward, on its thread: the next batch is being made until the next forward."""
+    hook = getattr(torch.nn.modules.module, "register_module_forward_pre_hook", None)
+    if hook is None:
+        return
+    loc.loop_reads, loc.loop_collate = [0, 0], [0, 0]
+    loc.reads, loc.collate = loc.loop_reads, loc.loop_collate
+    builtins.open = _h._open
+    loc.loop_between = _h._clocks()[:]
+    loc.loop_handle = hook(_on_forward)
+
+
+def _end_between(loc, emit):
+    t1, c1, q1 = _h._clocks()
+    handle, begin = loc.loop_handle, loc.loop_between
+    loc.loop_handle = loc.loop_between = None
+    loc.reads = loc.collate = None
+    builtins.open = _h._orig["open"]
+    handle.remove()
+    if not emit or begin is None:
+        return
+    t0, c0, q0 = begin
+    batch = _batch_id()
+    _h._emit("batch made in the loop (wait for batch)", "wait_batch", batch, t0, t1, c1 - c0, (q1 - q0) if q0 >= 0 and q1 >= 0 else -1)
+    _loader._record_work(batch, t0, t1, c1 - c0, (q1 - q0) if q0 >= 0 and q1 >= 0 else -1, loc.loop_reads, loc.loop_collate)
+    loc.loop_batch = batch
+
+
+def _on_forward(module, inputs):
+    try:
+        loc = _h._local
+        if getattr(loc, "loop_handle", None) is not None:  # the first forward on the loop's thread since its backward
+            _end_between(loc, _active())
+    except Exception:
+        pass
+    return None
+
+
+def _after_backward(torch):
+    loc = _h._local
+    t = _h._clocks()[0]
+    if getattr(loc, "loop_handle", None) is not None:  # no module call since the last backward: nothing measured
+        _end_between(loc, False)
+    begin = getattr(loc, "loop_step_begin", None)
+    if begin is not None:
+        _h._emit(_h._BACKWARD_STEP_NAME, "step", getattr(loc, "loop_batch", -1), begin, t)
+        _index[0] += 1
+    loc.loop_step_begin, loc.loop_batch = t, -1
+    _begin_between(loc, torch)
+
+
+def _backward_patch(orig, torch):
+    def backward(*a, **k):
+        try:
+            return orig(*a, **k)
+        finally:
+            try:
+                if _active():
+                    _after_backward(torch)
+            except Exception:
+                pass
+
+    backward._stalldx = True
+    return backward
+
+
+def install(torch):
+    """Patches torch.autograd.backward (Tensor.backward calls it through the module)."""
+    if getattr(torch.autograd.backward, "_stalldx", False):
+        return
+    torch.autograd.backward = _backward_patch(torch.autograd.backward, torch)
+
+
+def stop(loc):
+    """The first DataLoader batch: an interval still open on this thread ends unrecorded."""
+    if getattr(loc, "loop_handle", None) is not None:
+        _end_between(loc, False)
