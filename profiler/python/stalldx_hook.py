@@ -35,6 +35,7 @@ _clock_buf = None
 _serials = itertools.count(0)  # the first iterator's batch ids are its plain indices
 _orig = {}
 _local = threading.local()  # per thread: the active fetch's read/collate counters
+_loop = None  # stalldx_hook_loop once installed (a loop without a DataLoader)
 
 
 def _clocks():
@@ -126,6 +127,8 @@ def _to_patch(orig, label):
         out = orig(self, *a, **k)
         try:
             if out is not self and getattr(out, "is_cuda", False):
+                if _loop is not None:
+                    _loop.before_copy(t0)
                 _emit(label, "submit", -1, t0, time.monotonic_ns())
         except Exception:
             pass
@@ -190,9 +193,11 @@ def _patch_torch_data():
     single.__init__ = _loader._iter_init_patch(single.__init__, False)
     multi.__init__ = _loader._iter_init_patch(multi.__init__, True)
     pin_memory.pin_memory = _pin_patch(pin_memory.pin_memory)
-    import stalldx_hook_loop as _loop
+    global _loop
+    import stalldx_hook_loop
 
-    _loop.install(torch)
+    stalldx_hook_loop.install(torch)
+    _loop = stalldx_hook_loop
     torch.Tensor.to = _to_patch(torch.Tensor.to, "to(device)")
     torch.Tensor.cuda = _to_patch(torch.Tensor.cuda, "cuda()")
     _lib.stalldx_py_note(("torch %s: DataLoader patched" % torch.__version__).encode())

@@ -3,11 +3,12 @@
 # num_workers=0, found from what every training loop does.
 #   - an iteration ends where a backward pass ends (torch.autograd.backward, which Tensor.backward
 #     calls): one step from the end of one backward to the end of the next (a step, role step);
-#   - the batch is made between the end of a backward and the next forward (the first module call
-#     after it, torch's global forward pre-hook, removed once it fires): a wait for the batch
-#     (wait_batch) split as a fetch is (stalldx_hook_loader._record_work: reads of files opened in it
-#     and time blocked off-CPU are retrieval, the rest decode). The optimizer's step falls in it too
-#     (host work, short where the model runs on a GPU).
+#   - the batch is made after the backward and the optimizer's step (its end, torch's global post-step
+#     hook, or Optimizer._optimizer_step_code on torch 1.x, moves the start) and before the next forward
+#     or copy to a GPU (the first module call, torch's global forward pre-hook removed once it fires;
+#     Tensor.to / .cuda): a wait for the batch (wait_batch) split as a fetch is
+#     (stalldx_hook_loader._record_work: reads of files opened in it and time blocked off-CPU are
+#     retrieval, the rest decode).
 # Only while the process has iterated no DataLoader: from the first DataLoader batch on its own
 # iterations are the steps, and this stays quiet. Clocks: CLOCK_MONOTONIC (time.monotonic_ns), stalldx's.
 # Every patch falls back to the original on an error of its own.
@@ -42,8 +43,10 @@ def _begin_between(loc, torch):
     loc.loop_handle = hook(_on_forward)
 
 
-def _end_between(loc, emit):
+def _end_between(loc, emit, end=None):
     t1, c1, q1 = _h._clocks()
+    if end is not None and end < t1:  # the CPU clocks stay those of now: a copy's own CPU time is small
+        t1 = max(end, loc.loop_between[0]) if loc.loop_between is not None else end
     handle, begin = loc.loop_handle, loc.loop_between
     loc.loop_handle = loc.loop_between = None
     loc.reads = loc.collate = None
@@ -81,6 +84,28 @@ def _after_backward(torch):
     _begin_between(loc, torch)
 
 
+def _after_optimizer_step(*_):
+    """The optimizer's step is the iteration's own work: the batch is made after it."""
+    try:
+        loc = _h._local
+        if getattr(loc, "loop_handle", None) is not None:
+            loc.loop_between = _h._clocks()[:]
+            loc.loop_reads[0] = loc.loop_reads[1] = loc.loop_collate[0] = loc.loop_collate[1] = 0
+    except Exception:
+        pass
+
+
+def before_copy(begin):
+    """A tensor copied to a GPU (Tensor.to / .cuda) from `begin` on: the batch was made by then; its copy is
+    submission."""
+    try:
+        loc = _h._local
+        if getattr(loc, "loop_handle", None) is not None:
+            _end_between(loc, _active(), begin)
+    except Exception:
+        pass
+
+
 def _backward_patch(orig, torch):
     def backward(*a, **k):
         try:
@@ -101,6 +126,19 @@ def install(torch):
     if getattr(torch.autograd.backward, "_stalldx", False):
         return
     torch.autograd.backward = _backward_patch(torch.autograd.backward, torch)
+    post_hook = getattr(getattr(torch.optim, "optimizer", None), "register_optimizer_step_post_hook", None)
+    if post_hook is not None:  # torch >= 2.0
+        post_hook(_after_optimizer_step)
+    elif hasattr(torch.optim.Optimizer, "_optimizer_step_code"):  # torch 1.x: every step calls it at its end
+        orig_code = torch.optim.Optimizer._optimizer_step_code
+
+        def _optimizer_step_code(self):
+            try:
+                return orig_code(self)
+            finally:
+                _after_optimizer_step()
+
+        torch.optim.Optimizer._optimizer_step_code = _optimizer_step_code
 
 
 def stop(loc):

@@ -30,6 +30,7 @@ p.add_argument("--subclass", action="store_true")
 p.add_argument("--epochs", type=int, default=1)
 p.add_argument("--exit-workers", action="store_true", help="workers leave by os._exit (as some launchers do)")
 p.add_argument("--no-loader", action="store_true", help="batches from a plain generator in the loop, no DataLoader")
+p.add_argument("--slow-optimizer", type=float, default=0, help="the optimizer's step spins this many ms of CPU")
 args = p.parse_args()
 
 
@@ -120,7 +121,14 @@ if __name__ == "__main__":
 
         loader = Batches()
     model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 48 * 48, 10))
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    class SlowSGD(torch.optim.SGD):
+        def step(self, *a, **k):
+            end = time.thread_time() + args.slow_optimizer / 1000
+            while time.thread_time() < end:  # an expensive update: the loop's own work, not its input
+                pass
+            return super().step(*a, **k)
+
+    opt = SlowSGD(model.parameters(), lr=0.01)
     done = 0
     for epoch in range(args.epochs):
         for x, y in loader:
