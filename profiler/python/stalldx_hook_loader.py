@@ -86,8 +86,10 @@ def _fetch_patch(orig_fetch):
     return fetch
 
 
-def _record_work(batch, t0, t1, cpu, runq, reads, coll):
-    """Retrieval = reads + the time blocked off-CPU outside them; decode = the rest; then collate."""
+def _record_work(batch, t0, t1, cpu, runq, reads, coll, others_cpu=0):
+    """Retrieval = reads + the time blocked off-CPU outside them; decode = the rest; then collate.
+    `others_cpu`: CPU time the process's other threads spent meanwhile (a loop waiting on threads of its
+    own that make the batch): blocked time up to it is their decoding, not storage."""
     wall = t1 - t0
     queued = max(runq, 0)
     coll_wall, coll_cpu = min(coll[0], wall), min(coll[1], cpu)
@@ -95,6 +97,7 @@ def _record_work(batch, t0, t1, cpu, runq, reads, coll):
     rest_wall = wall - coll_wall - read_wall
     rest_cpu = max(cpu - read_cpu - coll_cpu, 0)
     blocked = max(rest_wall - rest_cpu - queued, 0)
+    blocked -= min(blocked, max(others_cpu, 0))
     retrieval = read_wall + blocked
     decode_end = t1 - coll_wall
     if retrieval > 0:

@@ -8,11 +8,13 @@
 #     or copy to a GPU (the first module call, torch's global forward pre-hook removed once it fires;
 #     Tensor.to / .cuda): a wait for the batch (wait_batch) split as a fetch is
 #     (stalldx_hook_loader._record_work: reads of files opened in it and time blocked off-CPU are
-#     retrieval, the rest decode).
+#     retrieval, the rest decode; blocked while the process's other threads ran — threads of its own
+#     making the batch — is decode up to their CPU time).
 # Only while the process has iterated no DataLoader: from the first DataLoader batch on its own
 # iterations are the steps, and this stays quiet. Clocks: CLOCK_MONOTONIC (time.monotonic_ns), stalldx's.
 # Every patch falls back to the original on an error of its own.
 import builtins
+import time
 
 import stalldx_hook as _h
 import stalldx_hook_loader as _loader
@@ -40,6 +42,7 @@ def _begin_between(loc, torch):
     loc.reads, loc.collate = loc.loop_reads, loc.loop_collate
     builtins.open = _h._open
     loc.loop_between = _h._clocks()[:]
+    loc.loop_process_cpu = time.process_time_ns()
     loc.loop_handle = hook(_on_forward)
 
 
@@ -55,9 +58,11 @@ def _end_between(loc, emit, end=None):
     if not emit or begin is None:
         return
     t0, c0, q0 = begin
+    others = time.process_time_ns() - loc.loop_process_cpu - (c1 - c0)  # the process's other threads, meanwhile
     batch = _batch_id()
-    _h._emit("batch made in the loop (wait for batch)", "wait_batch", batch, t0, t1, c1 - c0, (q1 - q0) if q0 >= 0 and q1 >= 0 else -1)
-    _loader._record_work(batch, t0, t1, c1 - c0, (q1 - q0) if q0 >= 0 and q1 >= 0 else -1, loc.loop_reads, loc.loop_collate)
+    runq = (q1 - q0) if q0 >= 0 and q1 >= 0 else -1
+    _h._emit("batch made in the loop (wait for batch)", "wait_batch", batch, t0, t1, c1 - c0, runq)
+    _loader._record_work(batch, t0, t1, c1 - c0, runq, loc.loop_reads, loc.loop_collate, others)
     loc.loop_batch = batch
 
 
@@ -90,6 +95,7 @@ def _after_optimizer_step(*_):
         loc = _h._local
         if getattr(loc, "loop_handle", None) is not None:
             loc.loop_between = _h._clocks()[:]
+            loc.loop_process_cpu = time.process_time_ns()
             loc.loop_reads[0] = loc.loop_reads[1] = loc.loop_collate[0] = loc.loop_collate[1] = 0
     except Exception:
         pass

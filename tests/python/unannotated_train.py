@@ -7,7 +7,9 @@ flags. Knobs induce one cause at a time:
 Makes its own images (--data DIR) when the folder is empty."""
 import argparse
 import os
+import queue
 import random
+import threading
 import sys
 import time
 
@@ -30,6 +32,7 @@ p.add_argument("--subclass", action="store_true")
 p.add_argument("--epochs", type=int, default=1)
 p.add_argument("--exit-workers", action="store_true", help="workers leave by os._exit (as some launchers do)")
 p.add_argument("--no-loader", action="store_true", help="batches from a plain generator in the loop, no DataLoader")
+p.add_argument("--loader-threads", type=int, default=0, help="with --no-loader: batches made by this many threads of the loop's process, through a queue")
 p.add_argument("--slow-optimizer", type=float, default=0, help="the optimizer's step spins this many ms of CPU")
 args = p.parse_args()
 
@@ -119,7 +122,40 @@ if __name__ == "__main__":
                     samples = [ds[j] for j in order[i:i + args.batch]]
                     yield torch.stack([x for x, _ in samples]), torch.tensor([y for _, y in samples])
 
-        loader = Batches()
+        class ThreadedBatches:  # a prefetcher of its own: threads make the batches, the loop takes them from a queue
+            def __iter__(self):
+                order = list(range(len(ds)))
+                random.shuffle(order)
+                starts = list(range(0, len(order) - args.batch + 1, args.batch))
+                q = queue.Queue(maxsize=2 * args.loader_threads)
+
+                stop = threading.Event()
+
+                def make(mine):
+                    for i in mine:
+                        samples = [ds[j] for j in order[i:i + args.batch]]
+                        item = (torch.stack([x for x, _ in samples]), torch.tensor([y for _, y in samples]))
+                        while not stop.is_set():
+                            try:
+                                q.put(item, timeout=0.05)
+                                break
+                            except queue.Full:
+                                pass
+                        if stop.is_set():
+                            return
+
+                workers = [threading.Thread(target=make, args=(starts[k::args.loader_threads],)) for k in range(args.loader_threads)]
+                for w in workers:
+                    w.start()
+                try:
+                    for _ in starts:
+                        yield q.get()
+                finally:  # the loop left early: the threads end before the interpreter does
+                    stop.set()
+                    for w in workers:
+                        w.join()
+
+        loader = ThreadedBatches() if args.loader_threads > 0 else Batches()
     model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 48 * 48, 10))
     class SlowSGD(torch.optim.SGD):
         def step(self, *a, **k):
