@@ -20,6 +20,7 @@
 #                         slow reads / one worker / pageable memory; traces trimmed for tests/data
 #   gpu-h200.sh zeroconfig  example 3 (train_plain.py: torchvision ImageFolder + DataLoader + ResNet-50, no annotation)
 #                         under `stalldx record` with no flags, one run per induced case: headline and per-step verdicts
+#   gpu-h200.sh noloader  loops without a DataLoader under record (the hook's backward-pass steps on this torch)
 #   gpu-h200.sh hookcost  the Python hook's cost: native / `record --no-cuda` (NVTX + the hook) pairs, alternating,
 #                         on example 3 device-bound and decode-bound (ROUNDS, CASES)
 #   gpu-h200.sh sampling  record --sample: 120 attach/detach cycles (record_gpu_test), example 2 native / `--sample 5/100`
@@ -107,6 +108,17 @@ zeroconfig)  # example 3 under record with no flags: each case's headline and pe
     grep -E "img/s|steps:|passed over|processes seen|Python hook|^[a-z-]+-bound|^unattributed|steady state:|→" /tmp/zc-$name.txt | cut -c1-400
     gzip -c /tmp/zc-$name.json > "$OUT/zc-$name.json.gz"
   done > "$OUT/zeroconfig.txt" 2>&1
+  ;;
+noloader)  # loops without a DataLoader (tests/python/unannotated_train.py --no-loader) under record on this host's torch:
+           # steps from backward passes, the batch from the optimizer's end (torch >= 2's post-step hook) to the next forward
+  t="env -u LD_LIBRARY_PATH python3 tests/python/unannotated_train.py --data /tmp/nl-imgs --no-loader --steps 24"
+  for c in "reads|--slow-read-ms 12" "transform|--heavy-transform 6" "threads-transform|--loader-threads 2 --heavy-transform 6" \
+           "optimizer|--slow-optimizer 30"; do
+    name=${c%%|*}; args=${c#*|}
+    echo "-- $name: $args"
+    stalldx record --trace /tmp/nl-$name.json -- $t $args > /tmp/nl-$name.txt 2>&1; echo "rc=$?"
+    grep -E "steps:|Python hook|^[a-z-]+-bound|steady state:|trained" /tmp/nl-$name.txt | cut -c1-300
+  done > "$OUT/noloader.txt" 2>&1
   ;;
 hookcost)  # ROUNDS pairs per case, alternating which runs first; the rate is the script's own steady img/s
   [ -f /tmp/zc-data/manifest.tsv ] || stalldx dataset /tmp/zc-data --classes 101 --per-class 45 > /dev/null 2>&1
