@@ -330,6 +330,7 @@ class StepJudge {
     const bool first = w >= 0 && w != last_window_;
     last_window_ = w;
     if (w < 0) return false;
+    sd.at_window_edge = true;  // until shown otherwise below
     if (first) {
       known_from_ = &sr == ix_.steps.front() ? sr.begin_ns : first_work_in_window(sr, w);
       if (&sr != ix_.steps.front()) {
@@ -348,6 +349,7 @@ class StepJudge {
                                        missing));
       return false;
     }
+    sd.at_window_edge = false;
     return true;
   }
 

@@ -68,6 +68,7 @@ std::string report_json(const Report& rep) {
                      {"evidence", s.evidence}, {"causes", step_causes(s)}, {"details", s.details}, {"next_question", s.next_question},
                      {"device_records", s.device_records}, {"copies", s.copies}, {"basis", step_basis_name(s.basis)}});
     if (s.carried_from >= 0) steps.back()["carried_from"] = s.carried_from;
+    if (s.at_window_edge) steps.back()["at_window_edge"] = true;
   }
   j["steps"] = steps;
   const RunSummary& sum = rep.summary;

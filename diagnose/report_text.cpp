@@ -35,7 +35,7 @@ std::string report_text(const Report& rep, bool with_summaries) {
   fmt::format_to(o, "  confidence: {}\n", confidence_text(c));
   for (const std::string& n : c.notes) fmt::format_to(o, "  note: {}\n", n);
   if (c.sampled)
-    fmt::format_to(o, "  device records: {} ({} window{}): {} steps inside them, {} judged from host records, {} carried\n", c.sample_plan,
+    fmt::format_to(o, "  device records: {} ({} window{}): {} steps judged on the device's timeline, {} from host records, {} carried\n", c.sample_plan,
                    c.device_windows, c.device_windows == 1 ? "" : "s", c.steps_in_windows,
                    rep.steps.size() - c.steps_in_windows - c.steps_carried, c.steps_carried);
   fmt::format_to(o, "\n  {:>5} {:>10} {:>10} {:>10}  {:<17} {:>5} {:>5} {:>5} {:>5}  {}\n", "step", "window ms", "busy ms", "stall ms",

@@ -72,14 +72,15 @@ void carry_from_windows(const DeviceWindows& windows, Report& rep) {
     for (const CauseShare& c : from.causes)
       if (cause_class(c.cause) == StallClass::submission || cause_class(c.cause) == StallClass::unattributed)
         s.causes.push_back(CauseShare{c.cause, c.ms * scale, c.what});
-    s.evidence = fmt::format("no device records (outside the device windows); waited {:.2f} of {:.2f} ms: {} carried from step {}",
+    s.evidence = fmt::format("{}; waited {:.2f} of {:.2f} ms: {} carried from step {}",
+                             s.at_window_edge ? "device records partial (at a device window's edge)" : "no device records (outside the device windows)",
                              own_input, s.window_ms, verdict_name(from.verdict, cov.standin), from.step);
     s.next_question = from.next_question;
     cov.steps_carried++;
   }
   cov.confidence = Confidence::lowered;
   cov.lowered_because.push_back(fmt::format(
-      "device records sampled ({}): {} of {} steps inside {} device window{}; the others judged from host records, "
+      "device records sampled ({}): {} of {} steps judged on the device's timeline in {} device window{}; the others from host records, "
       "device-bound or launch-bound carried from the nearest window ({} steps)",
       cov.sample_plan, cov.steps_in_windows, rep.steps.size(), cov.device_windows, cov.device_windows == 1 ? "" : "s", cov.steps_carried));
 }

@@ -164,6 +164,9 @@ TEST(SampledDiagnosis, StepsOutsideWindowsAreJudgedFromHostRecordsOrCarryTheNear
       EXPECT_EQ(rep.steps[s].carried_from, from) << s;
       EXPECT_EQ(rep.steps[s].verdict, window_verdict) << s;
     }
+    EXPECT_TRUE(rep.steps[6].at_window_edge);
+    EXPECT_FALSE(rep.steps[5].at_window_edge);
+    EXPECT_NE(rep.steps[6].evidence.find("partial"), std::string::npos) << rep.steps[6].evidence;
     EXPECT_TRUE(rep.coverage.sampled);
     EXPECT_EQ(rep.coverage.steps_in_windows, 4u);
     EXPECT_EQ(rep.coverage.steps_carried, 5u);
@@ -172,6 +175,7 @@ TEST(SampledDiagnosis, StepsOutsideWindowsAreJudgedFromHostRecordsOrCarryTheNear
     const auto j = nlohmann::json::parse(diagnose::report_json(rep));
     EXPECT_EQ(j["steps"][3]["basis"], "carried");
     EXPECT_EQ(j["coverage"]["sampling"]["steps_carried"], 5);
+    EXPECT_EQ(j["steps"][6]["at_window_edge"], true);
   }
 }
 

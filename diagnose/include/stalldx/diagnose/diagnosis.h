@@ -95,6 +95,7 @@ struct StepDiagnosis {
   std::int64_t step = -1;
   StepBasis basis = StepBasis::device;
   std::int64_t carried_from = -1;                  // the window step whose verdict this one carries
+  bool at_window_edge = false;                     // inside a device window but at one of its blind ends (not judged on the device)
   bool warmup = false;
   double window_begin_ms = 0, window_end_ms = 0;   // relative to the trace origin
   double window_ms = 0, busy_ms = 0, stall_ms = 0;
