@@ -5,10 +5,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <limits>
 #include <map>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "call_cause.h"
 #include "coverage.h"
@@ -20,6 +18,7 @@
 #include "step_work.h"
 #include "summaries.h"
 #include "trace_index.h"
+#include "window_edges.h"
 
 namespace stalldx::diagnose {
 
@@ -280,7 +279,8 @@ class StepJudge {
  public:
   StepJudge(const Trace& t, const TraceIndex& ix, const Thresholds& th, const Coverage& cov, const StepWork& work,
             const DeviceWindows& windows)
-      : t_(t), ix_(ix), th_(th), cov_(cov), work_(work), windows_(windows), prev_(ix.steps.empty() ? 0 : ix.steps.front()->begin_ns) {}
+      : t_(t), ix_(ix), th_(th), cov_(cov), work_(work), windows_(windows), prev_(ix.steps.empty() ? 0 : ix.steps.front()->begin_ns),
+        edges_(t, ix, work, windows) {}
 
   // `previous`: the step judged just before (null for the first).
   StepDiagnosis judge(const HostRange& sr, const StepDiagnosis* previous) {
@@ -291,7 +291,8 @@ class StepJudge {
     acc.copies_in_step = sd.copies = copies_in(t_, work_, sr.step);
     sd.launch = launch_stats(t_, ix_, work_, sr.step);
     acc.launches_in_step = sd.launch.launches;
-    const bool host_only = !cov_.device_records || !on_device_timeline(sr, previous, sd);
+    const bool on_device = previous != nullptr && previous->basis == StepBasis::device;
+    const bool host_only = !cov_.device_records || !edges_.on_device_timeline(sr, on_device, prev_, sd);
     if (cov_.device_records && host_only) sd.basis = StepBasis::host_records;
     idle_.clear();
     const Interval window = host_only ? host_window(sr) : device_window(sr, previous, sd);
@@ -317,85 +318,6 @@ class StepJudge {
   }
 
  private:
-  // Can the step be judged on the device's timeline? Unsampled: yes. Sampled: when it lies inside a
-  // window, and neither of a window's blind ends holds it. A window opened after earlier steps: the device
-  // may still run work launched before it (not recorded), so its timeline is known only from the first
-  // recorded work of the window's steps on; the window's first step, and a step whose work ended before
-  // that, are judged from host records. A window's last steps, when the device runs behind the host: their
-  // work ran after the window closed, none or part of it recorded (no work, none after the step's window
-  // begins, or a launch of the consumer's without its work): host records too.
-  bool on_device_timeline(const HostRange& sr, const StepDiagnosis* previous, StepDiagnosis& sd) {
-    if (!windows_.sampled()) return true;
-    const std::ptrdiff_t w = windows_.window_of(sr);
-    const bool first = w >= 0 && w != last_window_;
-    last_window_ = w;
-    if (w < 0) return false;
-    sd.at_window_edge = true;  // until shown otherwise below
-    if (first) {
-      known_from_ = &sr == ix_.steps.front() ? sr.begin_ns : first_work_in_window(sr, w);
-      if (&sr != ix_.steps.front()) {
-        sd.details.push_back("a window's first step: the device may still have run work launched before the window (not recorded)");
-        return false;
-      }
-    }
-    const auto end = work_.end_ns.find(sr.step);
-    const std::int64_t begin = previous != nullptr && previous->basis == StepBasis::device ? prev_ : std::max(sr.begin_ns, known_from_);
-    if (end == work_.end_ns.end() || end->second <= begin) {
-      sd.details.push_back("inside a window but its device work was not recorded after its window begins (it ran after the window closed)");
-      return false;
-    }
-    if (const int missing = launches_without_work(sr.step); missing > 0) {
-      sd.details.push_back(fmt::format("inside a window but {} of its launches have no device work recorded (it ran after the window closed)",
-                                       missing));
-      return false;
-    }
-    sd.at_window_edge = false;
-    return true;
-  }
-
-  // The consumer's launch calls in `step` whose work has no record: outermost calls only (a driver
-  // launch inside the runtime's launch call is the same launch, its work under the outer correlation).
-  int launches_without_work(std::int64_t step) {
-    if (!launches_indexed_) {
-      launches_indexed_ = true;
-      for (const RuntimeCall* c : ix_.consumer_calls)
-        if (c->step >= 0 && ix_.kind(*c) == ApiKind::launch) launches_[c->step].push_back(c);
-      for (auto& [s, v] : launches_) {
-        std::sort(v.begin(), v.end(), [](const RuntimeCall* a, const RuntimeCall* b) {
-          return a->begin_ns != b->begin_ns ? a->begin_ns < b->begin_ns : a->end_ns > b->end_ns;  // the outer call first
-        });
-        std::size_t kept = 0;
-        for (const RuntimeCall* c : v)
-          if (kept == 0 || c->begin_ns >= v[kept - 1]->end_ns) v[kept++] = c;  // one nested in the one before: dropped
-        v.resize(kept);
-      }
-    }
-    const auto it = launches_.find(step);
-    if (it == launches_.end()) return 0;
-    std::unordered_set<std::uint64_t> done;
-    for (std::size_t a : work_.of(step)) done.insert(t_.activities[a].correlation);
-    int missing = 0;
-    for (const RuntimeCall* c : it->second) missing += done.count(c->correlation) == 0 ? 1 : 0;
-    return missing;
-  }
-
-  // Where the window's device timeline is known from: on each stream, the first recorded work of the
-  // window's steps (from `sr` on; they come in order) begins after whatever ran unrecorded before it;
-  // the latest of those beginnings over the streams.
-  std::int64_t first_work_in_window(const HostRange& sr, std::ptrdiff_t w) const {
-    std::map<std::pair<std::int32_t, std::uint32_t>, std::int64_t> first;  // (device, stream) -> earliest begin
-    auto it = std::find(ix_.steps.begin(), ix_.steps.end(), &sr);
-    for (; it != ix_.steps.end() && windows_.window_of(**it) == w; ++it)
-      for (std::size_t a : work_.of((*it)->step)) {
-        const DeviceActivity& act = t_.activities[a];
-        auto [at, fresh] = first.try_emplace({act.device, act.stream}, act.begin_ns);
-        if (!fresh) at->second = std::min(at->second, act.begin_ns);
-      }
-    std::int64_t known = std::numeric_limits<std::int64_t>::min();
-    for (const auto& [stream, begin] : first) known = std::max(known, begin);
-    return first.empty() ? std::numeric_limits<std::int64_t>::max() : known;
-  }
-
   // What the consumer waited on inside its step.
   Interval host_window(const HostRange& sr) {
     const Interval w{sr.begin_ns, sr.end_ns};
@@ -404,7 +326,7 @@ class StepJudge {
   }
   Interval device_window(const HostRange& sr, const StepDiagnosis* previous, StepDiagnosis& sd) {
     if (windows_.sampled() && (previous == nullptr || previous->basis != StepBasis::device))
-      prev_ = std::max(sr.begin_ns, known_from_);  // the window's first step judged on the device
+      prev_ = std::max(sr.begin_ns, edges_.known_from());  // the window's first step judged on the device
     const auto it = work_.end_ns.find(sr.step);
     const std::int64_t end = it == work_.end_ns.end() ? prev_ : std::max(prev_, it->second);
     if (it == work_.end_ns.end()) sd.details.push_back("no device work recorded for this step: its idle time moves to the next step");
@@ -423,10 +345,7 @@ class StepJudge {
   const StepWork& work_;
   const DeviceWindows& windows_;
   std::int64_t prev_;  // where the next step's device window begins
-  std::ptrdiff_t last_window_ = -1;  // the device window of the step judged before (sampled recordings)
-  std::int64_t known_from_ = 0;      // where that window's device timeline is known from
-  std::map<std::int64_t, std::vector<const RuntimeCall*>> launches_;  // step -> outermost consumer launches (sampled, lazily)
-  bool launches_indexed_ = false;
+  WindowEdges edges_;  // a sampled recording's windows: which steps their device timeline can judge
   std::size_t busy_cursor_ = 0, gap_cursor_ = 0, seg_cursor_ = 0;
   std::vector<Interval> idle_;  // this step's idle gaps
 };
