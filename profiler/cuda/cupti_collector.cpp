@@ -6,7 +6,6 @@
 // stalldx::now_ns via CUPTI's timestamp callback, so host and device records share CLOCK_MONOTONIC.
 // Buffers are recycled; records beyond a bound are dropped and counted with CUPTI's own drops.
 #include <cupti.h>
-#include <cxxabi.h>
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -36,14 +35,6 @@ std::uint64_t host_clock() { return static_cast<std::uint64_t>(now_ns()); }
 
 const std::vector<CUpti_ActivityKind> kDeviceKinds = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
                                                       CUPTI_ACTIVITY_KIND_MEMSET};
-
-// OK, or unavailable naming the CUPTI call `what` and CUPTI's own message.
-Status cupti_status(CUptiResult r, const char* what) {
-  if (r == CUPTI_SUCCESS) return Status::ok();
-  const char* msg = nullptr;
-  cuptiGetResultString(r, &msg);
-  return Status::unavailable(fmt::format("CUPTI {} failed: {}", what, msg ? msg : "?"));
-}
 
 // CUPTI's callbacks are process-wide, so the state is one instance; the session owns a handle to it.
 class CuptiCollector {

@@ -38,4 +38,11 @@ MemKind mem_kind(std::uint8_t k) {
   }
 }
 
+Status cupti_status(CUptiResult r, const char* what) {
+  if (r == CUPTI_SUCCESS) return Status::ok();
+  const char* msg = nullptr;
+  cuptiGetResultString(r, &msg);
+  return Status::unavailable(fmt::format("CUPTI {} failed: {}", what, msg ? msg : "?"));
+}
+
 }  // namespace stalldx::cuda

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "stalldx/status.h"
 #include "stalldx/trace_model.h"
 
 namespace stalldx::cuda {
@@ -16,5 +17,7 @@ std::string demangle(const char* name);
 std::string api_name(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
 // CUPTI's memory kind of a copy's host side.
 MemKind mem_kind(std::uint8_t k);
+// A CUPTI result: OK, or unavailable naming the CUPTI call `what` and CUPTI's own message.
+Status cupti_status(CUptiResult r, const char* what);
 
 }  // namespace stalldx::cuda

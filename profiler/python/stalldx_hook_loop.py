@@ -48,9 +48,9 @@ def _begin_between(loc, torch):
 
 def _end_between(loc, emit, end=None):
     t1, c1, q1 = _h._clocks()
-    if end is not None and end < t1:  # the CPU clocks stay those of now: a copy's own CPU time is small
-        t1 = max(end, loc.loop_between[0]) if loc.loop_between is not None else end
     handle, begin = loc.loop_handle, loc.loop_between
+    if end is not None and begin is not None and end < t1:  # the CPU clocks stay those of now: a copy's own CPU time is small
+        t1 = max(end, begin[0])
     loc.loop_handle = loc.loop_between = None
     loc.reads = loc.collate = None
     builtins.open = _h._orig["open"]
