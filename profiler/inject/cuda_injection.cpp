@@ -5,9 +5,11 @@
 //
 // Full recording: one session from cuInit to exit, written as <pid>.cuda.json at exit.
 // Sampled (`record --sample`, step_marks.h): a session per window. A window opens at a step boundary on
-// the thread that marks it (CUPTI on before the step's first call); it closes there too, but the work of
-// closing — flush, drain, CUPTI's detach, writing <pid>.cuda.w<N>.json — is done by a closer thread, so
-// the program's step pays only for setting a flag. Between windows CUPTI records nothing; unless
+// the thread that marks it (CUPTI on before the step's first call). At its close the session is parked
+// (draining) for one more step, so that the work its last steps launched, which a device running behind
+// the host runs after the close, is still recorded; at the next boundary (WindowAction::release, or any
+// other action) a closer thread does the work of closing — flush, drain, CUPTI's detach, writing
+// <pid>.cuda.w<N>.json — so the program's step pays only for setting a flag. Between windows CUPTI records nothing; unless
 // --no-cupti-detach it is also finalized (no callback at all), the finalize and the re-initialization one
 // boundary before the next window made on the closer thread (closer_loop). Only the first and the newest
 // kMaxWindowFiles - 1 window files are kept.
@@ -22,6 +24,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 
 #include "crash_backtrace.h"
 #include "part_writer.h"
@@ -51,7 +54,11 @@ stalldx::SessionOptions session_options() {
   // Optional records, as `stalldx record` was told (unset: all). The driver API matters: a program's
   // libraries (cuBLAS, cuDNN) launch through it.
   const auto optional = stalldx::record::cuda_records_from_env(std::getenv(stalldx::record::kRecordCudaEnv));
-  o.cupti_driver = optional.driver && optional.every_call;  // every driver call, or its work calls alone
+  // Every driver call, or its work calls alone (their ids enabled one by one). A sampled window starts
+  // while the program runs, and there the ids enabled one by one gave no records at all: example 2's
+  // cuBLASLt kernels (launched through the driver) had no call (H100, 2026-12-06, 550 of 12,334 device
+  // records). So a window enables the driver kind, its state queries left out; its cost is the window's.
+  o.cupti_driver = optional.driver && (optional.every_call || stalldx::inject::sampling());
   o.cupti_driver_work = optional.driver;
   o.cupti_sync = optional.sync;
   o.cupti_every_call = optional.every_call;
@@ -76,6 +83,7 @@ struct Windows {
   stalldx::Session* open = nullptr;  // the session of the open window (or the whole run, unsampled)
   std::int64_t open_window = 0;
   std::int64_t first_window = -1;  // the first window recorded in this process (kept with the newest)
+  std::pair<stalldx::Session*, std::int64_t> draining{nullptr, 0};  // closed, its device work still arriving
   std::deque<std::pair<stalldx::Session*, std::int64_t>> closing;  // stopped by the closer thread, in order
   bool closer_busy = false, exiting = false;
   bool prepare_wanted = false;          // the next boundary attaches: make CUPTI ready (finalizing only)
@@ -134,21 +142,33 @@ void closer_loop() {
   }
 }
 
-// step_marks' hook: called with the marks lock held, on the thread that marked the step.
-void on_window(WindowAction action, std::int64_t window) {
-  if (getpid() != g_session_pid) return;
+// step_marks' hook: called with the marks lock held, on the thread that marked the step. An attach
+// returns false, at once, while the closer holds CUPTI (stopping a window, readying CUPTI): a program
+// step blocked here looked like a long step with no wait (H100, CPU-oversubscribed, an 88 ms stall).
+bool on_window(WindowAction action, std::int64_t window) {
+  if (getpid() != g_session_pid) return true;
   g_w.stop_driving.store(true, std::memory_order_relaxed);  // any edge: the closer stops driving a detach
-  std::unique_lock<std::mutex> lock(g_w.mu);
-  if (g_w.exiting) return;
+  std::unique_lock<std::mutex> lock(g_w.mu, std::defer_lock);
+  if (action != WindowAction::attach) lock.lock();
+  else if (!lock.try_lock()) return false;
+  if (g_w.exiting) return true;
+  const bool closed_now = g_w.draining.first != nullptr;
+  if (closed_now) {  // any action after a close ends its drain
+    g_w.closing.push_back(std::exchange(g_w.draining, {nullptr, 0}));
+    g_w.wake.notify_all();
+  }
+  if (action == WindowAction::release) return true;
   if (action == WindowAction::prepare) {
     if (g_finalize_between_windows && g_w.open == nullptr) {
       g_w.prepare_wanted = true;
       g_w.wake.notify_all();
     }
-    return;
+    return true;
   }
   if (action == WindowAction::attach) {
-    // A window still closing holds CUPTI: wait for it (windows are many steps apart; this is rare).
+    // The window that closed at the boundary before (one step between windows) is waited for; an
+    // earlier one still closing, or CUPTI being readied, makes this step go unrecorded instead.
+    if (!closed_now && (!g_w.closing.empty() || g_w.closer_busy)) return false;
     g_w.wake.wait(lock, [] { return g_w.closing.empty() && !g_w.closer_busy; });
     if (g_w.open == nullptr) {
       g_w.open = start_session_locked();
@@ -156,10 +176,10 @@ void on_window(WindowAction action, std::int64_t window) {
       if (g_w.first_window < 0 && g_w.open != nullptr) g_w.first_window = window;
     }
   } else if (g_w.open != nullptr) {
-    g_w.closing.emplace_back(g_w.open, g_w.open_window);
+    g_w.draining = {g_w.open, g_w.open_window};
     g_w.open = nullptr;
-    g_w.wake.notify_all();
   }
+  return true;
 }
 
 std::thread* g_closer = nullptr;  // leaked: joined at exit, never destroyed (exit-time destructors)
@@ -173,6 +193,7 @@ void write_cuda_parts() {
     std::lock_guard<std::mutex> lock(g_w.mu);
     g_w.exiting = true;
     g_w.stop_driving.store(true, std::memory_order_relaxed);
+    if (g_w.draining.first != nullptr) g_w.closing.push_back(std::exchange(g_w.draining, {nullptr, 0}));
     last = g_w.open;
     last_window = g_w.open_window;
     g_w.open = nullptr;

@@ -27,9 +27,11 @@ void classify_step_name(std::uint32_t id, std::string_view name);
 void on_range_begin(std::uint32_t name, std::int64_t begin_ns) noexcept;
 
 // The CUDA side's hook, called with the marks lock held at each window edge: attach must have device
-// recording on when it returns (the step's work is recorded); detach may finish on another thread;
-// prepare (the next boundary attaches) must not block.
-using WindowHook = void (*)(record::WindowAction action, std::int64_t window);
+// recording on when it returns true (the step's work is recorded), or return false at once when the
+// recorder is still busy (closing the last window, readying CUPTI): no window opens, and the attach is
+// asked again at the next boundary the plan records — the program's step never waits on the recorder.
+// detach may finish on another thread; prepare and release must not block. Their result is ignored.
+using WindowHook = bool (*)(record::WindowAction action, std::int64_t window);
 // Registers the hook; true when a window is open now (the caller then attaches itself), `window` its number.
 bool set_window_hook(WindowHook hook, std::int64_t& window) noexcept;
 bool sampling() noexcept;

@@ -1,5 +1,5 @@
 # The zero-change PyTorch hook of `stalldx record` (DESIGN.md "The Python hook"). Armed at start-up by
-# the sitecustomize shim beside it; it patches torch.utils.data when the program imports it — never
+# the sitecustomize shim beside it; it patches torch (its DataLoader, copies, backward) once the program has imported it — never
 # imports torch itself — and records, through the injection library's C entry points (ctypes), complete
 # ranges in NVTX domain "stalldx" with their role:
 #   - the loop: each DataLoader iterator's __next__ is a wait for a batch (wait_batch, payload = the
@@ -204,10 +204,11 @@ def _patch_torch_data():
 
 
 class _Finder:
-    """Patches torch.utils.data right after the program's own import of it."""
+    """Patches torch once its import has finished (torch's own __init__ imports torch.utils.data before
+    torch.autograd and torch.optim exist: patching there met a partly initialized torch on torch 2.x)."""
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname != "torch.utils.data":
+        if fullname != "torch":
             return None
         sys.meta_path.remove(self)
         try:
@@ -236,7 +237,7 @@ def _after_fork_in_child():
 
 
 def arm():
-    """Loads the injection library and waits for torch.utils.data. Called once, by the shim."""
+    """Loads the injection library and waits for torch (patched once its import has finished). Called once, by the shim."""
     global _lib, _clock_buf, _STEP_NAME, _BACKWARD_STEP_NAME
     if _lib is not None:
         return
@@ -268,7 +269,7 @@ def arm():
     _lib = lib
     _orig["open"] = builtins.open
     os.register_at_fork(after_in_child=_after_fork_in_child)
-    if "torch.utils.data" in sys.modules:
+    if "torch" in sys.modules:
         _patch_torch_data()
     else:
         sys.meta_path.insert(0, _Finder())

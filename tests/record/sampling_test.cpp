@@ -51,10 +51,20 @@ TEST(WindowScheduler, AttachesAndDetachesAtTheStepsThePlanNames) {
     if (a == WindowAction::attach) edges += fmt::format("+{} ", i);
     if (a == WindowAction::detach) edges += fmt::format("-{} ", i);
     if (a == WindowAction::prepare) edges += fmt::format("^{} ", i);
+    if (a == WindowAction::release) edges += fmt::format("~{} ", i);
   }
   // Steps 0-2 full, then (i - 3) % 5 < 2: 3,4 on; 5,6,7 off; 8,9 on; ... Each attach is announced one
-  // boundary ahead (^), where that boundary is not itself an edge.
-  EXPECT_EQ(edges, "-5 ^7 +8 -10 ^12 +13 -15 ^17 +18 ");
+  // boundary ahead (^), where that boundary is not itself an edge; the boundary after a detach releases
+  // the window's device records (~).
+  EXPECT_EQ(edges, "-5 ~6 ^7 +8 -10 ~11 ^12 +13 -15 ~16 ^17 +18 ");
+  WindowScheduler short_gap(SamplePlan{0, 2, 4});  // two steps between windows: the announcement releases
+  std::string short_edges;
+  for (std::int64_t i = 0; i < 9; ++i) {
+    const WindowAction a = short_gap.on_boundary(i);
+    if (a == WindowAction::release) short_edges += fmt::format("~{} ", i);
+    if (a == WindowAction::prepare) short_edges += fmt::format("^{} ", i);
+  }
+  EXPECT_EQ(short_edges, "^3 ^7 ");
   WindowScheduler none(SamplePlan{0, 1, 10});
   EXPECT_FALSE(none.recording()) << "no full steps: off until the first window";
   EXPECT_EQ(none.on_boundary(0), WindowAction::attach);
@@ -64,6 +74,20 @@ TEST(WindowScheduler, AttachesAndDetachesAtTheStepsThePlanNames) {
   EXPECT_EQ(tight.on_boundary(0), WindowAction::attach);
   EXPECT_EQ(tight.on_boundary(3), WindowAction::detach);
   EXPECT_EQ(tight.on_boundary(4), WindowAction::attach);
+  WindowScheduler busy(SamplePlan{0, 3, 10});  // the recorder refuses the first attach: the next step asks again
+  EXPECT_EQ(busy.on_boundary(0), WindowAction::attach);
+  busy.attach_refused();
+  EXPECT_FALSE(busy.recording());
+  EXPECT_EQ(busy.on_boundary(1), WindowAction::attach);
+  EXPECT_EQ(busy.on_boundary(2), WindowAction::none);
+  EXPECT_EQ(busy.on_boundary(3), WindowAction::detach);
+  busy.on_boundary(10);
+  busy.attach_refused();
+  busy.on_boundary(11);
+  busy.attach_refused();
+  busy.on_boundary(12);
+  busy.attach_refused();  // refused through the window's last step: the window is skipped, nothing to detach
+  EXPECT_EQ(busy.on_boundary(13), WindowAction::none);
   WindowScheduler asked(SamplePlan{0, 1, 10, true});  // on demand: a capture is never announced
   asked.capture(2);
   EXPECT_EQ(asked.on_boundary(5), WindowAction::attach);

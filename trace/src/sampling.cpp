@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <utility>
 
 namespace stalldx::record {
 
@@ -76,8 +77,13 @@ WindowAction WindowScheduler::on_boundary(std::int64_t index) {
     want = true;
     --capture_left_;
   }
-  if (want == on_) return !on_ && capture_left_ == 0 && plan_.records(index + 1) ? WindowAction::prepare : WindowAction::none;
+  const bool releasing = std::exchange(draining_, false);
+  if (want == on_) {
+    if (!on_ && capture_left_ == 0 && plan_.records(index + 1)) return WindowAction::prepare;
+    return releasing ? WindowAction::release : WindowAction::none;
+  }
   on_ = want;
+  draining_ = !want;
   return want ? WindowAction::attach : WindowAction::detach;
 }
 

@@ -40,10 +40,15 @@ inline constexpr const char* kSampleEnv = "STALLDX_SAMPLE";
 // second — K seconds in every N after F seconds.
 inline constexpr std::int64_t kTickNs = 1'000'000'000;
 
+// detach: the window's steps end here; a recorder stops taking new calls' records but keeps the device
+// records of the work they launched coming until the next action (a device running behind the host runs
+// a window's last steps' work after the window closed).
+// release: the boundary after a detach, when nothing else happens there: the window's work has had a
+// step to run; stop its device records now. Any other action at that boundary releases too.
 // prepare: the next boundary attaches (the step that begins here is not recorded): a recorder that
 // detaches between windows may make CUPTI ready now, off the program's threads, so that attaching at the
 // next boundary is cheap.
-enum class WindowAction : std::uint8_t { none, attach, detach, prepare };
+enum class WindowAction : std::uint8_t { none, attach, detach, prepare, release };
 
 // One process's window state: on_boundary() says what to do at each boundary. Not thread-safe (its
 // owner serializes boundaries).
@@ -54,11 +59,15 @@ class WindowScheduler {
   WindowAction on_boundary(std::int64_t index);
   // `stalldx capture`: the next `steps` steps are recorded, whatever the plan says.
   void capture(std::int64_t steps) { capture_left_ = steps; }
+  // The recorder could not attach at the boundary that asked (it was busy): recording stays off, and
+  // the next boundary that the plan records attaches again.
+  void attach_refused() { on_ = false; }
   const SamplePlan& plan() const { return plan_; }
 
  private:
   SamplePlan plan_;
   bool on_;
+  bool draining_ = false;  // the boundary before detached: this one releases
   std::int64_t capture_left_ = 0;
 };
 
