@@ -12,6 +12,7 @@
 #include "coverage.h"
 #include "trace_doubts.h"
 #include "copy_evidence.h"
+#include "stalldx/record/part_format.h"
 #include "stalldx/record/step_inference.h"
 #include "input_split.h"
 #include "sampled_steps.h"
@@ -101,10 +102,10 @@ void attribute(const TraceIndex& ix, Interval gap, std::size_t& seg_cursor, Step
       case Role::wait_batch: {
         const InputSplit s = split_wait(ix, r);
         if (!s.known) {
-          acc.add(Cause::input_unsplit, fmt::format("batch {}", r.batch), d);
+          acc.add(Cause::input_unsplit, record::batch_label(r.batch), d);
           break;
         }
-        attribute_input(ix.thresholds, s, fmt::format("batch {}", r.batch), d, acc);
+        attribute_input(ix.thresholds, s, record::batch_label(r.batch), d, acc);
         acc.last_split = s;
         acc.any_split = true;
         if (acc.records.size() < 6)

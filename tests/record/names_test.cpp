@@ -208,3 +208,15 @@ TEST(StepInference, WithNoCopiesTheKernelThatRecursOncePerPeriod) {
 
 }  // namespace
 }  // namespace stalldx::record
+
+namespace stalldx::record {
+namespace {
+TEST(BatchLabel, ThePythonHooksPackedIdsReadAsIteratorPassAndIndex) {
+  EXPECT_EQ(batch_label(7), "batch 7");  // a step number, or the first iterator's batch
+  EXPECT_EQ(batch_label((std::int64_t{2} << kBatchIteratorShift) | 5), "batch 5 of DataLoader iterator 3");
+  EXPECT_EQ(batch_label((std::int64_t{1} << kBatchIteratorShift) | (std::int64_t{1} << kBatchPassShift) | 4),
+            "batch 4 of DataLoader iterator 2, pass 2");
+  EXPECT_EQ(batch_label(std::int64_t{3} << kBatchPassShift), "batch 0 of DataLoader iterator 1, pass 4");
+}
+}  // namespace
+}  // namespace stalldx::record

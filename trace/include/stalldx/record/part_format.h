@@ -47,6 +47,19 @@ inline constexpr const char* kPythonLoopStepName = "DataLoader loop iteration";
 inline constexpr const char* kPythonBackwardStepName = "training loop iteration (backward to backward)";
 // Is `name` one of the Python hook's step names?
 inline bool python_hook_step_name(std::string_view name) { return name == kPythonLoopStepName || name == kPythonBackwardStepName; }
+// The Python hook's batch ids (stalldx_hook.py _batch_id): (iterator << 40) | (pass << 24) | index, the
+// iterator counted from 0 in the process (each iter() over a DataLoader), the pass counted from 0 within
+// it (persistent workers), the index the batch's within the pass. The first iterator's ids are plain
+// indices, as are other sources' (a step number).
+inline constexpr int kBatchIteratorShift = 40, kBatchPassShift = 24;
+// For people: "batch 5", or "batch 5 of DataLoader iterator 3" (counted from 1), ", pass 2" if not the first.
+inline std::string batch_label(std::int64_t id) {
+  if (id < (std::int64_t{1} << kBatchPassShift)) return "batch " + std::to_string(id);
+  const std::int64_t index = id & ((std::int64_t{1} << kBatchPassShift) - 1);
+  const std::int64_t pass = (id >> kBatchPassShift) & 0xFFFF, iterator = id >> kBatchIteratorShift;
+  std::string s = "batch " + std::to_string(index) + " of DataLoader iterator " + std::to_string(iterator + 1);
+  return pass > 0 ? s + ", pass " + std::to_string(pass + 1) : s;
+}
 // Which optional CUPTI records the injection enables (`stalldx record --no-cuda-driver / --no-cuda-sync /
 // --cuda-every-call`): a comma list of "driver" (driver API calls), "sync" (synchronization activity) and
 // "every-call" (state queries too: cudaGetLastError, cudaFuncGetAttributes, ...), "none" for none of them;
