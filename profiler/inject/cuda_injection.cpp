@@ -32,6 +32,7 @@
 #include "stalldx/cuda.h"
 #include "stalldx/profiler.h"
 #include "stalldx/record/part_format.h"
+#include "stalldx/roles.h"
 #include "stalldx/trace_io.h"
 
 namespace {
@@ -107,6 +108,29 @@ stalldx::Session* start_session_locked() {
   return s;
 }
 
+// The recorder's own work on the closer thread, written as a range of that thread (role user, NVTX domain
+// "stalldx", the window's number as payload): readying CUPTI, closing a window, driving a finalize. A
+// program's pause that lines up with one of them shows on the same timeline (names free of step words).
+class RecorderWork {
+ public:
+  RecorderWork(const char* name, std::int64_t window) noexcept : name_(name), window_(window) {
+    stalldx::inject::thread_clocks(begin_, cpu_, runq_);
+  }
+  ~RecorderWork() {
+    std::int64_t end = 0, cpu = 0, runq = 0;
+    stalldx::inject::thread_clocks(end, cpu, runq);
+    static const std::uint32_t domain = stalldx::inject::domain_id(stalldx::record::kStalldxDomain);
+    stalldx::inject::complete(stalldx::inject::name_id(name_), domain, static_cast<std::uint32_t>(stalldx::Role::user) + 1, window_,
+                              begin_, end, cpu - cpu_, runq_ >= 0 && runq >= 0 ? runq - runq_ : -1);
+  }
+  RecorderWork(const RecorderWork&) = delete;
+  RecorderWork& operator=(const RecorderWork&) = delete;
+
+ private:
+  const char* name_;
+  std::int64_t window_, begin_ = 0, cpu_ = 0, runq_ = 0;
+};
+
 // The closer thread. With finalizing between windows it also takes the heavy ends of CUPTI's life off the
 // program's threads: it drives the finalize after a window (its own calls' exits make it, unless a
 // program call's exit comes first) and, one boundary before a window, initializes CUPTI again.
@@ -116,6 +140,7 @@ void closer_loop() {
     g_w.wake.wait(lock, [] { return !g_w.closing.empty() || g_w.prepare_wanted || g_w.exiting; });
     if (g_w.closing.empty() && g_w.prepare_wanted && !g_w.exiting) {
       g_w.prepare_wanted = false;
+      RecorderWork work("stalldx recorder: CUPTI readied for the next window", -1);
       stalldx::cuda::prepare_cupti();  // under mu: no session starts or stops meanwhile
       continue;
     }
@@ -123,8 +148,11 @@ void closer_loop() {
     auto [s, window] = g_w.closing.front();
     g_w.closing.pop_front();
     g_w.closer_busy = true;
-    s->stop();  // flush and drain while holding mu: no window opens until CUPTI is quiet
-    if (g_finalize_between_windows) stalldx::cuda::detach_cupti();
+    {
+      RecorderWork work("stalldx recorder: window records flushed", window);
+      s->stop();  // flush and drain while holding mu: no window opens until CUPTI is quiet
+      if (g_finalize_between_windows) stalldx::cuda::detach_cupti();
+    }
     lock.unlock();
     write_and_delete(s, window_suffix(window));
     if (const std::int64_t old = window - (stalldx::record::kMaxWindowFiles - 1); old > g_w.first_window)  // keep the first and the newest
@@ -136,7 +164,10 @@ void closer_loop() {
       // Not busy: a window that opens meanwhile does not wait; its start calls the detach off.
       g_w.stop_driving.store(false, std::memory_order_relaxed);
       lock.unlock();
-      (void)stalldx::cuda::drive_cupti_detach(g_w.stop_driving, kDriveDetachNs);
+      {
+        RecorderWork work("stalldx recorder: CUPTI finalize driven", window);
+        (void)stalldx::cuda::drive_cupti_detach(g_w.stop_driving, kDriveDetachNs);
+      }
       lock.lock();
     }
   }
