@@ -173,14 +173,15 @@ void closer_loop() {
   }
 }
 
-// step_marks' hook: called with the marks lock held, on the thread that marked the step. An attach
-// returns false, at once, while the closer holds CUPTI (stopping a window, readying CUPTI): a program
+// step_marks' hook: called with the marks lock held, on the thread that marked the step. An attach that
+// may be refused (the window has a later step) returns false, at once, while the closer holds CUPTI
+// (stopping a window, readying CUPTI); at the window's last step it waits instead. A program
 // step blocked here looked like a long step with no wait (H100, CPU-oversubscribed, an 88 ms stall).
-bool on_window(WindowAction action, std::int64_t window) {
+bool on_window(WindowAction action, std::int64_t window, bool may_refuse) {
   if (getpid() != g_session_pid) return true;
   g_w.stop_driving.store(true, std::memory_order_relaxed);  // any edge: the closer stops driving a detach
   std::unique_lock<std::mutex> lock(g_w.mu, std::defer_lock);
-  if (action != WindowAction::attach) lock.lock();
+  if (action != WindowAction::attach || !may_refuse) lock.lock();
   else if (!lock.try_lock()) return false;
   if (g_w.exiting) return true;
   const bool closed_now = g_w.draining.first != nullptr;
@@ -199,7 +200,7 @@ bool on_window(WindowAction action, std::int64_t window) {
   if (action == WindowAction::attach) {
     // The window that closed at the boundary before (one step between windows) is waited for; an
     // earlier one still closing, or CUPTI being readied, makes this step go unrecorded instead.
-    if (!closed_now && (!g_w.closing.empty() || g_w.closer_busy)) return false;
+    if (may_refuse && !closed_now && (!g_w.closing.empty() || g_w.closer_busy)) return false;
     g_w.wake.wait(lock, [] { return g_w.closing.empty() && !g_w.closer_busy; });
     if (g_w.open == nullptr) {
       g_w.open = start_session_locked();

@@ -75,11 +75,11 @@ void edge(Marks& m, std::int64_t index, std::int64_t at_ns) {
   const record::WindowAction a = m.scheduler.on_boundary(index);
   if (a == record::WindowAction::none) return;
   if (a == record::WindowAction::prepare || a == record::WindowAction::release) {  // no edge of a window
-    if (m.hook != nullptr) m.hook(a, a == record::WindowAction::prepare ? m.window + 1 : m.window);
+    if (m.hook != nullptr) m.hook(a, a == record::WindowAction::prepare ? m.window + 1 : m.window, false);
     return;
   }
   if (a == record::WindowAction::attach) {
-    if (m.hook != nullptr && !m.hook(a, m.window + 1)) {  // the recorder is busy: this step goes unrecorded
+    if (m.hook != nullptr && !m.hook(a, m.window + 1, m.scheduler.wants_next(index))) {  // busy: this step goes unrecorded
       m.scheduler.attach_refused();
       return;
     }
@@ -87,7 +87,7 @@ void edge(Marks& m, std::int64_t index, std::int64_t at_ns) {
     write_mark(m, "attach", at_ns);
   } else {
     write_mark(m, "detach", at_ns);
-    if (m.hook != nullptr) m.hook(a, m.window);
+    if (m.hook != nullptr) m.hook(a, m.window, false);
   }
 }
 

@@ -27,11 +27,12 @@ void classify_step_name(std::uint32_t id, std::string_view name);
 void on_range_begin(std::uint32_t name, std::int64_t begin_ns) noexcept;
 
 // The CUDA side's hook, called with the marks lock held at each window edge: attach must have device
-// recording on when it returns true (the step's work is recorded), or return false at once when the
-// recorder is still busy (closing the last window, readying CUPTI): no window opens, and the attach is
-// asked again at the next boundary the plan records — the program's step never waits on the recorder.
-// detach may finish on another thread; prepare and release must not block. Their result is ignored.
-using WindowHook = bool (*)(record::WindowAction action, std::int64_t window);
+// recording on when it returns true (the step's work is recorded), or, when `may_refuse` and the
+// recorder is still busy (closing the last window, readying CUPTI), return false at once: no window
+// opens, and the attach is asked again at the next boundary — the program's step does not wait on the
+// recorder while the window has a later step to open at (on its last one it waits). detach may finish
+// on another thread; prepare and release must not block. Their result is ignored.
+using WindowHook = bool (*)(record::WindowAction action, std::int64_t window, bool may_refuse);
 // Registers the hook; true when a window is open now (the caller then attaches itself), `window` its number.
 bool set_window_hook(WindowHook hook, std::int64_t& window) noexcept;
 bool sampling() noexcept;

@@ -76,6 +76,7 @@ TEST(WindowScheduler, AttachesAndDetachesAtTheStepsThePlanNames) {
   EXPECT_EQ(tight.on_boundary(4), WindowAction::attach);
   WindowScheduler busy(SamplePlan{0, 3, 10});  // the recorder refuses the first attach: the next step asks again
   EXPECT_EQ(busy.on_boundary(0), WindowAction::attach);
+  EXPECT_TRUE(busy.wants_next(0));
   busy.attach_refused();
   EXPECT_FALSE(busy.recording());
   EXPECT_EQ(busy.on_boundary(1), WindowAction::attach);
@@ -86,7 +87,8 @@ TEST(WindowScheduler, AttachesAndDetachesAtTheStepsThePlanNames) {
   busy.on_boundary(11);
   busy.attach_refused();
   busy.on_boundary(12);
-  busy.attach_refused();  // refused through the window's last step: the window is skipped, nothing to detach
+  EXPECT_FALSE(busy.wants_next(12)) << "the window's last step: the recorder waits rather than refuse";
+  busy.attach_refused();  // refused all the same: the window is skipped, nothing to detach
   EXPECT_EQ(busy.on_boundary(13), WindowAction::none);
   WindowScheduler asked(SamplePlan{0, 1, 10, true});  // on demand: a capture is never announced
   asked.capture(2);

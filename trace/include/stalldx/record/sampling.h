@@ -62,6 +62,9 @@ class WindowScheduler {
   // The recorder could not attach at the boundary that asked (it was busy): recording stays off, and
   // the next boundary that the plan records attaches again.
   void attach_refused() { on_ = false; }
+  // Whether the step after boundary `index` is to be recorded too (a refused attach can still open a
+  // window there).
+  bool wants_next(std::int64_t index) const { return capture_left_ > 0 || plan_.records(index + 1); }
   const SamplePlan& plan() const { return plan_; }
 
  private:
