@@ -72,6 +72,7 @@ void add_python_hook_env(const RecordOptions& o, ChildOptions& co) {
   co.env.push_back({"STALLDX_PY_ROLES", roles});
   co.env.push_back({"STALLDX_PY_STEP_NAME", record::kPythonLoopStepName});
   co.env.push_back({"STALLDX_PY_BACKWARD_STEP_NAME", record::kPythonBackwardStepName});
+  co.env.push_back({"STALLDX_PY_EVAL_ITERATION_NAME", record::kPythonEvalIterationName});
 }
 }  // namespace
 

@@ -30,6 +30,9 @@ _lib = None
 _ROLE = {}
 _STEP_NAME = "DataLoader loop iteration"
 _BACKWARD_STEP_NAME = "training loop iteration (backward to backward)"
+# A DataLoader iteration in which no backward pass ran, once the process has made one (evaluation: a
+# validation loader under torch.no_grad): a range of role user, not a step.
+_EVAL_ITERATION_NAME = "DataLoader loop iteration without a backward pass (evaluation)"
 _names = {}  # name -> id in this process's names file (cleared in a forked child)
 _clock_buf = None
 _serials = itertools.count(0)  # the first iterator's batch ids are its plain indices
@@ -154,6 +157,7 @@ def _collective_patch(orig, label):
 
 _dist_patched = [False]
 _dataloader_seen = [False]  # a DataLoader batch was asked for: its iterations are the steps (not the backward passes')
+_backwards = [0]  # backward passes made in this process so far (torch.autograd.backward's exits, any thread)
 
 
 def _patch_torch_distributed(torch):
@@ -238,7 +242,7 @@ def _after_fork_in_child():
 
 def arm():
     """Loads the injection library and waits for torch (patched once its import has finished). Called once, by the shim."""
-    global _lib, _clock_buf, _STEP_NAME, _BACKWARD_STEP_NAME
+    global _lib, _clock_buf, _STEP_NAME, _BACKWARD_STEP_NAME, _EVAL_ITERATION_NAME
     if _lib is not None:
         return
     path = os.environ.get("STALLDX_PY_INJECT")
@@ -265,6 +269,7 @@ def arm():
         return
     _STEP_NAME = os.environ.get("STALLDX_PY_STEP_NAME", _STEP_NAME)
     _BACKWARD_STEP_NAME = os.environ.get("STALLDX_PY_BACKWARD_STEP_NAME", _BACKWARD_STEP_NAME)
+    _EVAL_ITERATION_NAME = os.environ.get("STALLDX_PY_EVAL_ITERATION_NAME", _EVAL_ITERATION_NAME)
     _clock_buf = (ctypes.c_int64 * 3)()
     _lib = lib
     _orig["open"] = builtins.open

@@ -220,7 +220,7 @@ def _next_patch(orig_next):
             _h._local.batch = -1
         t1, c1, q1 = _h._clocks()
         _h._emit("DataLoader __next__ (wait for batch)", "wait_batch", batch, t0, t1, c1 - c0, (q1 - q0) if q0 >= 0 and q1 >= 0 else -1)
-        self._stalldx_step_begin = (t0,)
+        self._stalldx_step_begin = (t0, _h._backwards[0])
         self._stalldx_prev_batch = batch
         return data
 
@@ -228,10 +228,16 @@ def _next_patch(orig_next):
 
 
 def _close_step(it, end):
+    """One iteration ends: a step, or — the process having made backward passes, none in this one — an
+    evaluation iteration (its wait for the batch stays a wait, outside any step)."""
     begin = getattr(it, "_stalldx_step_begin", None)
     if begin is not None:
         it._stalldx_step_begin = None
-        _h._emit(_h._STEP_NAME, "step", it._stalldx_prev_batch, begin[0], end)
+        backwards = _h._backwards[0]
+        if backwards > 0 and backwards == begin[1]:
+            _h._emit(_h._EVAL_ITERATION_NAME, "user", it._stalldx_prev_batch, begin[0], end)
+        else:
+            _h._emit(_h._STEP_NAME, "step", it._stalldx_prev_batch, begin[0], end)
 
 
 def _del_patch(orig_del):

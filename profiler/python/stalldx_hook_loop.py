@@ -118,6 +118,7 @@ def _backward_patch(orig, torch):
             return orig(*a, **k)
         finally:
             try:
+                _h._backwards[0] += 1
                 if _active():
                     _after_backward(torch)
             except Exception:

@@ -34,6 +34,7 @@ p.add_argument("--exit-workers", action="store_true", help="workers leave by os.
 p.add_argument("--no-loader", action="store_true", help="batches from a plain generator in the loop, no DataLoader")
 p.add_argument("--loader-threads", type=int, default=0, help="with --no-loader: batches made by this many threads of the loop's process, through a queue")
 p.add_argument("--slow-optimizer", type=float, default=0, help="the optimizer's step spins this many ms of CPU")
+p.add_argument("--validate", type=int, default=0, help="after each epoch, this many batches of a validation DataLoader under torch.no_grad()")
 args = p.parse_args()
 
 
@@ -175,4 +176,11 @@ if __name__ == "__main__":
             done += 1
             if done >= args.steps * (epoch + 1):
                 break
+        if args.validate:  # evaluation: forward passes only, no backward
+            val = tud.DataLoader(ds, batch_size=args.batch, num_workers=0)
+            with torch.no_grad():
+                for k, (x, y) in enumerate(val):
+                    model(x)
+                    if k + 1 >= args.validate:
+                        break
     print(f"trained {done} steps", file=sys.stderr)

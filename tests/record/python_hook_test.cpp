@@ -130,6 +130,19 @@ TEST_F(PythonHookEdges, LoaderShapesAllGiveSteps) {
   }
 }
 
+// A validation loader after each epoch (forward passes under torch.no_grad, no backward): its iterations
+// are counted apart, not as steps. Failed before: 22 steps for 16 training iterations.
+TEST_F(PythonHookEdges, ValidationIterationsAreNotSteps) {
+  const Recorded r = record("--slow-read-ms 12 --epochs 2 --steps 8 --validate 3");
+  ASSERT_EQ(r.rc, 0) << r.log;
+  EXPECT_NE(r.log.find("trained 16 steps"), std::string::npos) << r.log;
+  EXPECT_NE(r.log.find("; 6 more without a backward pass (evaluation, not counted as steps)"), std::string::npos) << r.log;
+  const Tally t = tally(r.report, "retrieval");
+  EXPECT_GE(t.steps, 14) << r.log;
+  EXPECT_LE(t.steps, 16) << r.log;  // the warm-up steps left out; never the 6 evaluation iterations
+  EXPECT_GE(t.induced, t.steps * 8 / 10) << r.out.substr(0, 2000);
+}
+
 // A loop that makes its own batches (a plain generator, no DataLoader), reading and transforming in the
 // loop's thread: steps from one backward pass to the next, the batch made between a backward and the next
 // forward, split into retrieval and decoding as a fetch is. Slow reads give retrieval, a heavy transform

@@ -176,9 +176,10 @@ StepEvidence infer_steps(Trace& t) {
   // The Python hook's iterations: steps only when nothing the program itself said marks them.
   std::vector<HostRange*> loop_iterations;
   std::size_t backward_iterations = 0;  // of those, a loop without a DataLoader (backward to backward)
-  std::size_t named = 0;
+  std::size_t named = 0, evaluation = 0;  // evaluation: the hook's DataLoader iterations with no backward pass
   std::map<std::string, std::size_t> named_names;
   for (HostRange& r : t.ranges) {
+    if (r.role == Role::user && t.name(r.name) == kPythonEvalIterationName) ++evaluation;
     if (r.role != Role::step) continue;
     if (python_hook_step_name(t.name(r.name))) {
       loop_iterations.push_back(&r);
@@ -234,6 +235,8 @@ StepEvidence infer_steps(Trace& t) {
                        ? fmt::format("{} iterations of the training loop, from one backward pass to the next (the Python hook; no DataLoader)",
                                      loop_iterations.size())
                        : fmt::format("{} iterations of the loop over a DataLoader (the Python hook)", loop_iterations.size());
+        if (evaluation > 0)
+          ev.found += fmt::format("; {} more without a backward pass (evaluation, not counted as steps)", evaluation);
         ev.how_to_override = "--step REGEX names your own step ranges; --no-python-hook turns the hook off";
       } else if (cuda_period(t, ev)) {
         ev.rule = StepRule::cuda_period;

@@ -45,6 +45,9 @@ inline constexpr const char* kPythonLoopStepName = "DataLoader loop iteration";
 // The name it gives one iteration of a loop that makes its batches without a DataLoader: from the end
 // of one backward pass to the end of the next (profiler/python/stalldx_hook_loop.py). Same rank.
 inline constexpr const char* kPythonBackwardStepName = "training loop iteration (backward to backward)";
+// The name it gives a DataLoader iteration in which no backward pass ran, once the process has made one
+// (a validation loader's): a range of role user, not a step; the report counts them apart.
+inline constexpr const char* kPythonEvalIterationName = "DataLoader loop iteration without a backward pass (evaluation)";
 // Is `name` one of the Python hook's step names?
 inline bool python_hook_step_name(std::string_view name) { return name == kPythonLoopStepName || name == kPythonBackwardStepName; }
 // The Python hook's batch ids (stalldx_hook.py _batch_id): (iterator << 40) | (pass << 24) | index, the
