@@ -176,8 +176,10 @@ overhead)  # MAIN_CPU=N: the loop's thread on CPU N alone in both runs of a pair
   done >> "$OUT/overhead.txt"
   ;;
 sampling)
-  STALLDX_BINARY=$(command -v stalldx) CUDA_WINDOWS=$(command -v cuda_windows) record_gpu_test > "$OUT/record_gpu_test.txt" 2>&1
-  echo "record_gpu_test rc=$?" >> "$OUT/record_gpu_test.txt"
+  if [ -z "${NO_GPU_TEST:-}" ]; then  # NO_GPU_TEST=1: the throughput pairs alone
+    STALLDX_BINARY=$(command -v stalldx) CUDA_WINDOWS=$(command -v cuda_windows) record_gpu_test > "$OUT/record_gpu_test.txt" 2>&1
+    echo "record_gpu_test rc=$?" >> "$OUT/record_gpu_test.txt"
+  fi
   rate() { "$@" 2>&1 | grep -oE "[0-9]+ img/s" | head -1 | grep -oE "[0-9]+"; }
   ex="$py --workers 12 --steps ${STEPS:-200} ${MAIN_CPU:+--main-cpu $MAIN_CPU}"
   sampled="stalldx record ${REC_ARGS:---sample 5/100} --warmup 3 --trace /tmp/sample.json --live-json /tmp/live.jsonl --"

@@ -138,22 +138,34 @@ void closer_loop() {
   std::unique_lock<std::mutex> lock(g_w.mu);
   for (;;) {
     g_w.wake.wait(lock, [] { return !g_w.closing.empty() || g_w.prepare_wanted || g_w.exiting; });
+    // The work below runs with closer_busy set and mu released: no window opens meanwhile (an attach
+    // waits for closer_busy to clear, or is refused), and a step boundary's other actions (a window's
+    // close, release, prepare) only take mu for a moment. Holding mu through a flush stalled the program:
+    // with the host's CPUs all taken the flush waited 60-160 ms for CUPTI's buffers to be converted, and
+    // the program's next boundary waited with it (H100, cpu-oversubscribed, 2026-12-06).
     if (g_w.closing.empty() && g_w.prepare_wanted && !g_w.exiting) {
       g_w.prepare_wanted = false;
-      RecorderWork work("stalldx recorder: CUPTI readied for the next window", -1);
-      stalldx::cuda::prepare_cupti();  // under mu: no session starts or stops meanwhile
+      g_w.closer_busy = true;
+      lock.unlock();
+      {
+        RecorderWork work("stalldx recorder: CUPTI readied for the next window", -1);
+        stalldx::cuda::prepare_cupti();
+      }
+      lock.lock();
+      g_w.closer_busy = false;
+      g_w.wake.notify_all();
       continue;
     }
     if (g_w.closing.empty()) return;
     auto [s, window] = g_w.closing.front();
     g_w.closing.pop_front();
     g_w.closer_busy = true;
+    lock.unlock();
     {
       RecorderWork work("stalldx recorder: window records flushed", window);
-      s->stop();  // flush and drain while holding mu: no window opens until CUPTI is quiet
+      s->stop();  // flush and drain: CUPTI quiet before any window opens again
       if (g_finalize_between_windows) stalldx::cuda::detach_cupti();
     }
-    lock.unlock();
     write_and_delete(s, window_suffix(window));
     if (const std::int64_t old = window - (stalldx::record::kMaxWindowFiles - 1); old > g_w.first_window)  // keep the first and the newest
       ::unlink(part_path(window_suffix(old)).c_str());
