@@ -266,6 +266,10 @@ std::string record_summary_text(const RecordResult& r) {
   if (m.unclosed) s += fmt::format("  {} ranges never closed (ended at the end of the recording)\n", m.unclosed);
   if (m.non_utf8_bytes) s += fmt::format("  {} bytes of names or command lines were not UTF-8 (written as U+FFFD)\n", m.non_utf8_bytes);
   if (m.unbalanced_pops) s += fmt::format("  {} NVTX pops without a push (ignored)\n", m.unbalanced_pops);
+  if (m.overwritten)
+    s += fmt::format("  a long run's rings: {} oldest ranges overwritten ({} a thread are kept); the trace begins at the newest wrap point "
+                     "({} earlier records of other threads and the device left out)\n",
+                     m.overwritten, m.ring_capacity, m.before_horizon);
   if (m.dropped) s += fmt::format("  {} ranges dropped (no space left for them, a thread's part full, or nested deeper than 256)\n", m.dropped);
   s += fmt::format("  steps: {}\n", m.steps.rule == record::StepRule::none ? "none found" : m.steps.found);
   if (m.device_windows > 0 || m.windows_without_records > 0)

@@ -62,27 +62,38 @@ std::string g_dir;
 bool g_enabled = false;
 
 constexpr int kMaxDepth = 256;
+// Records a thread's part holds: kPartRangeCapacity, or less where kPartCapacityEnv says (tests of the
+// ring). Set once, at init.
+std::uint64_t g_capacity = kPartRangeCapacity;
 struct ThreadState {
   std::uint64_t generation = 0;
   PartHeader* header = nullptr;   // null: registration failed (then nothing is recorded on the thread)
   PartRange* records = nullptr;
   int depth = 0;
-  std::uint64_t stack[kMaxDepth];  // indices of open push ranges (depth beyond kMaxDepth: counted as dropped)
+  std::uint64_t stack[kMaxDepth];  // sequence numbers of open push ranges (depth beyond kMaxDepth: counted as dropped)
   int overflow = 0;                // pushes beyond kMaxDepth still open
   NameMap* name_cache = nullptr;   // this thread's copy of name ids (no lock after first sight)
   int schedstat_fd = -1;           // /proc/thread-self/schedstat, opened at registration
   int part_fd = -1;                // the ranges file, kept open to reserve its blocks
   std::uint64_t reserved = 0;      // records whose blocks are reserved (stores below it are safe)
   bool out_of_space = false;       // a reservation failed: nothing more is stored on this thread
+  bool ring = false;               // record --sample: a full part wraps, the oldest ranges overwritten
 };
+
+// The record with sequence number `seq` while it is still in its slot (not overwritten by a ring's wrap).
+PartRange* record_at(ThreadState& t, std::uint64_t seq) {
+  const std::uint64_t count = __atomic_load_n(&t.header->count, __ATOMIC_RELAXED);
+  if (seq >= count || count - seq > g_capacity) return nullptr;
+  return &t.records[seq % g_capacity];
+}
 
 constexpr std::uint64_t kReserveRecords = 2048;  // per reservation (~150 KB): one syscall per 2048 ranges
 
 // Reserves the blocks of records [t.reserved, t.reserved + kReserveRecords); false when the file
 // system has no room (then the thread records no more).
 bool reserve_more(ThreadState& t) noexcept {
-  if (t.out_of_space || t.reserved >= kPartRangeCapacity) return false;
-  const std::uint64_t upto = std::min<std::uint64_t>(t.reserved + kReserveRecords, kPartRangeCapacity);
+  if (t.out_of_space || t.reserved >= g_capacity) return false;
+  const std::uint64_t upto = std::min<std::uint64_t>(t.reserved + kReserveRecords, g_capacity);
   const off_t from = static_cast<off_t>(sizeof(PartHeader) + t.reserved * sizeof(PartRange));
   const off_t len = static_cast<off_t>((upto - t.reserved) * sizeof(PartRange));
   if (posix_fallocate(t.part_fd, from, len) != 0) {
@@ -160,6 +171,11 @@ void init() {
   if (dir == nullptr || *dir == '\0') return;
   g_dir = dir;
   g_enabled = true;
+  if (const char* cap = std::getenv(kPartCapacityEnv); cap != nullptr && *cap != '\0') {
+    std::uint64_t v = 0;
+    if (std::from_chars(cap, cap + std::char_traits<char>::length(cap), v).ec == std::errc{} && v >= 1024 && v < kPartRangeCapacity)
+      g_capacity = v;
+  }
   pthread_atfork(nullptr, nullptr, &after_fork_child);
   step_marks_init(g_dir);
 }
@@ -207,7 +223,7 @@ ThreadState* thread_part() noexcept {
     lock.unlock();
     const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return nullptr;
-    const std::size_t bytes = sizeof(PartHeader) + std::size_t{kPartRangeCapacity} * sizeof(PartRange);
+    const std::size_t bytes = sizeof(PartHeader) + std::size_t{g_capacity} * sizeof(PartRange);
     // The header's blocks first: without them nothing may be stored (the file goes; the thread is not recorded).
     if (ftruncate(fd, static_cast<off_t>(bytes)) != 0 || posix_fallocate(fd, 0, sizeof(PartHeader)) != 0) {
       ::close(fd);
@@ -226,6 +242,8 @@ ThreadState* thread_part() noexcept {
     h->pid = s.pid;
     h->tid = tid;
     h->pthread_id = static_cast<std::uint64_t>(pthread_self());
+    t->ring = sampling();  // a long run's recorder keeps the newest ranges
+    h->ring = t->ring ? 1 : 0;
     __atomic_store_n(&h->magic, kPartMagic, __ATOMIC_RELEASE);
     t->header = h;
     t->records = reinterpret_cast<PartRange*>(h + 1);
@@ -237,14 +255,20 @@ ThreadState* thread_part() noexcept {
   return t;
 }
 
+// Appends a record (its sequence number in `seq`). A ring's wrap overwrites the oldest: its begin is
+// stored before its end is cleared, so a live reader that meets the slot half written sees an end before
+// the begin (rejected) rather than a range open since long ago.
 PartRange* append(ThreadState& t, std::uint32_t name, std::uint32_t domain, std::uint32_t category, PartRangeKind kind,
-                  std::int64_t payload) {
+                  std::int64_t payload, std::uint64_t* seq = nullptr) {
   const std::uint64_t n = t.header->count;
-  if (n >= kPartRangeCapacity || (n >= t.reserved && !reserve_more(t))) {
+  const bool wraps = n >= g_capacity;
+  if ((wraps && !t.ring) || (!wraps && n >= t.reserved && !reserve_more(t))) {
     __atomic_add_fetch(&t.header->dropped, 1, __ATOMIC_RELAXED);
     return nullptr;
   }
-  PartRange& r = t.records[n];
+  if (wraps) __atomic_add_fetch(&t.header->overwritten, 1, __ATOMIC_RELAXED);
+  if (seq != nullptr) *seq = n;
+  PartRange& r = t.records[n % g_capacity];
   r.begin_ns = now_ns();
   r.name = name;
   r.domain = domain;
@@ -313,8 +337,9 @@ void push(std::uint32_t name, std::uint32_t domain, std::uint32_t category, std:
     __atomic_add_fetch(&t->header->dropped, 1, __ATOMIC_RELAXED);
     return;
   }
-  PartRange* r = append(*t, name, domain, category, PartRangeKind::push_pop, payload);
-  t->stack[t->depth++] = r ? static_cast<std::uint64_t>(r - t->records) : ~0ull;
+  std::uint64_t seq = ~0ull;
+  PartRange* r = append(*t, name, domain, category, PartRangeKind::push_pop, payload, &seq);
+  t->stack[t->depth++] = r ? seq : ~0ull;
   on_range_begin(name, r ? r->begin_ns : now_ns());
 }
 
@@ -329,9 +354,11 @@ bool pop() noexcept {
     __atomic_add_fetch(&t->header->unbalanced_pops, 1, __ATOMIC_RELAXED);
     return false;
   }
-  const std::uint64_t i = t->stack[--t->depth];
-  if (i == ~0ull) return true;
-  PartRange& r = t->records[i];
+  const std::uint64_t seq = t->stack[--t->depth];
+  if (seq == ~0ull) return true;
+  PartRange* open = record_at(*t, seq);
+  if (open == nullptr) return true;  // overwritten by a ring's wrap while open (counted there)
+  PartRange& r = *open;
   const std::int64_t cpu = thread_cpu_ns();
   const std::int64_t runq = thread_runq_ns(t->schedstat_fd);
   r.cpu_ns = cpu - r.cpu_ns;
@@ -343,9 +370,15 @@ bool pop() noexcept {
 std::uint64_t start(std::uint32_t name, std::uint32_t domain, std::uint32_t category, std::int64_t payload) noexcept {
   ThreadState* t = thread_part();
   if (t == nullptr) return 0;
-  PartRange* r = append(*t, name, domain, category, PartRangeKind::start_end, payload);
+  std::uint64_t seq = 0;
+  PartRange* r = append(*t, name, domain, category, PartRangeKind::start_end, payload, &seq);
   on_range_begin(name, r ? r->begin_ns : now_ns());
-  return reinterpret_cast<std::uint64_t>(r);
+  if (r == nullptr) return 0;
+  // The id: the record's address (below 2^48) and its wrap number's low 16 bits above it; the record
+  // keeps its sequence number in cpu_ns (unused by start/end ranges), so an end() after the slot was
+  // overwritten by a ring's wrap is told apart and ignored.
+  r->cpu_ns = static_cast<std::int64_t>(seq);
+  return reinterpret_cast<std::uint64_t>(r) | (((seq / g_capacity) & 0xFFFF) << 48);
 }
 
 void complete(std::uint32_t name, std::uint32_t domain, std::uint32_t category, std::int64_t payload, std::int64_t begin_ns,
@@ -381,7 +414,10 @@ void note_python_hook(std::string_view text) noexcept {
 void end(std::uint64_t id) noexcept {
   if (id == 0) return;
   // The record lives in a mapping that is never unmapped: valid for the life of the process.
-  __atomic_store_n(&reinterpret_cast<PartRange*>(id)->end_ns, now_ns(), __ATOMIC_RELEASE);
+  auto* r = reinterpret_cast<PartRange*>(id & ((std::uint64_t{1} << 48) - 1));
+  const auto seq = static_cast<std::uint64_t>(__atomic_load_n(&r->cpu_ns, __ATOMIC_RELAXED));
+  if (r->kind != PartRangeKind::start_end || ((seq / g_capacity) & 0xFFFF) != id >> 48) return;  // overwritten
+  __atomic_store_n(&r->end_ns, now_ns(), __ATOMIC_RELEASE);
 }
 
 }  // namespace stalldx::inject

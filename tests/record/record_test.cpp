@@ -174,6 +174,43 @@ TEST(Record, IntegerPayloadsNameTheBatch) {
   EXPECT_GE(waiting, 7) << r.log;
 }
 
+// A long run under --sample keeps each thread's newest ranges (a ring); the trace begins where the
+// rings' kept periods all begin. Without --sample a full part keeps its first ranges and drops the rest.
+// The parts are made small (4,096 ranges) for the test; the real bound is kPartRangeCapacity.
+TEST(Record, ALongSampledRunKeepsTheNewestRangesAndAFullRunTheFirst) {
+  ::setenv(kPartCapacityEnv, "4096", 1);
+  const std::string loop = "--steps 6000 --workers 2 --read-ms 0 --decode-ms 0.1 --step-ms 0 --payload";
+  const Recorded ring = record(loop, "--sample 5/100");
+  const Recorded cap = record(loop);
+  ::unsetenv(kPartCapacityEnv);
+  const auto batches = [](const Recorded& r, std::int64_t& lo, std::int64_t& hi, std::size_t& steps) {
+    Trace t;
+    ASSERT_TRUE(read_trace_file(r.trace_path, t).is_ok()) << r.log;
+    lo = INT64_MAX, hi = -1, steps = 0;
+    for (const HostRange& h : t.ranges) {
+      if (h.role == Role::step) ++steps;
+      if (h.role != Role::retrieval && h.role != Role::decode) continue;
+      lo = std::min(lo, h.batch);
+      hi = std::max(hi, h.batch);
+    }
+  };
+  ASSERT_EQ(ring.rc, 0) << ring.log;
+  ASSERT_EQ(cap.rc, 0) << cap.log;
+  std::int64_t lo = 0, hi = 0;
+  std::size_t steps = 0;
+  batches(ring, lo, hi, steps);
+  EXPECT_EQ(hi, 5999) << "the newest batches kept\n" << ring.log;
+  EXPECT_GT(lo, 3000) << "the oldest overwritten\n" << ring.log;
+  EXPECT_GT(steps, 1000u);
+  EXPECT_LE(steps, 2048u) << "4,096 ranges of the loop's thread: two a step";
+  EXPECT_NE(ring.log.find("oldest ranges overwritten (4096 a thread are kept)"), std::string::npos) << ring.log;
+  EXPECT_EQ(ring.log.find("ranges dropped"), std::string::npos) << ring.log;
+  batches(cap, lo, hi, steps);
+  EXPECT_EQ(lo, 0) << cap.log;
+  EXPECT_LT(hi, 3000) << cap.log;
+  EXPECT_NE(cap.log.find("ranges dropped"), std::string::npos) << cap.log;
+}
+
 TEST(Record, ExitCodeIsTheCommandsAndACrashStillLeavesItsRecords) {
   EXPECT_EQ(record("--steps 2 --workers 1 --read-ms 1 --exit 3").rc, 3);
   const Recorded crashed = record("--steps 3 --workers 1 --read-ms 1 --abort");

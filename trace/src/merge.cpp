@@ -9,6 +9,7 @@
 #include <map>
 
 #include "part_files.h"
+#include "stalldx/record/part_format.h"
 #include "stalldx/record/sampling.h"
 #include "stalldx/record/step_inference.h"
 #include "stalldx/trace_io.h"
@@ -38,6 +39,7 @@ void note_windows(const std::map<std::int64_t, ProcessParts>& procs, Trace& out,
         rep.windows_without_records++;
         continue;
       }
+      if (rep.ring_horizon_ns > 0 && w.begin_ns < rep.ring_horizon_ns) continue;  // before a ring's horizon: left out with its records
       kept.push_back(w);
     }
   }
@@ -201,6 +203,22 @@ class PartMerger {
   std::size_t merged_ = 0;
 };
 
+// A ring wrapped (record --sample): the records from before its oldest kept range go, every thread's
+// and the device's, so that the trace is whole from its horizon on. Counted, and said in the trace.
+void leave_out_before_horizon(Trace& out, MergeReport& rep) {
+  const std::int64_t h = rep.ring_horizon_ns;
+  if (h <= 0) return;
+  const auto before = [h](const auto& x) { return x.begin_ns < h; };
+  const std::size_t n = out.ranges.size() + out.calls.size() + out.activities.size();
+  std::erase_if(out.ranges, before);
+  std::erase_if(out.calls, before);
+  std::erase_if(out.activities, before);
+  rep.before_horizon = n - out.ranges.size() - out.calls.size() - out.activities.size();
+  out.meta.config["host_ring"] = fmt::format(
+      "per-thread rings of {} ranges wrapped: {} oldest ranges overwritten, {} records from before the newest wrap point left out",
+      rep.ring_capacity, rep.overwritten, rep.before_horizon);
+}
+
 std::int64_t earliest_record(const Trace& t) {
   std::int64_t origin = INT64_MAX;
   for (const HostRange& r : t.ranges) origin = std::min(origin, r.begin_ns);
@@ -225,6 +243,7 @@ Status merge_parts(const std::string& dir, const RoleMap& roles, const MergeOpti
   PartMerger merger(roles, o, out, rep);
   for (auto& [pid, p] : procs) merger.ranges(pid, p);
   for (auto& [pid, p] : procs) merger.device(pid, p);
+  leave_out_before_horizon(out, rep);
   note_windows(procs, out, rep);
   for (const HostRange& r : out.ranges) procs[out.threads[r.thread].pid].info.ranges++;
   for (auto& [pid, p] : procs) rep.processes.push_back(p.info);

@@ -123,6 +123,12 @@ Status read_ranges(const fs::path& path, const ProcessParts& p, const RoleMap& r
     const std::uint64_t n = std::min<std::uint64_t>(h->count, fits);
     rep.dropped += h->dropped;
     rep.unbalanced_pops += h->unbalanced_pops;
+    const bool wrapped = h->ring != 0 && h->count > fits;
+    if (wrapped) {
+      rep.overwritten += h->count - fits;
+      rep.ring_capacity = fits;
+    }
+    std::int64_t oldest_kept = INT64_MAX;
     const auto* recs = reinterpret_cast<const PartRange*>(h + 1);
     // Per distinct (name, domain) of this part: its interned id and role, matched once.
     struct Known {
@@ -133,6 +139,7 @@ Status read_ranges(const fs::path& path, const ProcessParts& p, const RoleMap& r
     for (std::uint64_t i = 0; i < n; ++i) {
       const PartRange& r = recs[i];
       if (r.begin_ns <= 0) continue;
+      if (wrapped) oldest_kept = std::min(oldest_kept, r.begin_ns);
       if (o.since_ns > 0 && r.end_ns != 0 && r.end_ns < o.since_ns) continue;  // a live snapshot's older ranges
       if (impossible(r.begin_ns, r.end_ns == 0 ? r.begin_ns : r.end_ns, o.end_ns)) {  // a corrupt or forged part: dropped, counted
         rep.dropped++;
@@ -170,6 +177,7 @@ Status read_ranges(const fs::path& path, const ProcessParts& p, const RoleMap& r
       t.ranges.push_back(out);
       rep.ranges++;
     }
+    if (wrapped && oldest_kept != INT64_MAX) rep.ring_horizon_ns = std::max(rep.ring_horizon_ns, oldest_kept);
   }
   munmap(m, bytes);
   return result;

@@ -33,6 +33,12 @@ struct RecordedProcess {
 struct MergeReport {
   std::vector<RecordedProcess> processes;
   std::uint64_t ranges = 0, unclosed = 0, unbalanced_pops = 0, dropped = 0, unreadable_parts = 0;
+  // A ring (record --sample) that wrapped: its oldest ranges overwritten, and the records of every other
+  // thread and device window from before the newest such wrap point left out too (no step is judged on a
+  // timeline whose producers' ranges are gone): `ring_horizon_ns`, 0 when no part wrapped.
+  std::uint64_t overwritten = 0, before_horizon = 0;
+  std::int64_t ring_horizon_ns = 0;
+  std::uint64_t ring_capacity = 0;  // ranges a wrapped part holds
   std::uint64_t demoted_steps = 0;  // step-role ranges off the consumer thread or nested in another step
   std::vector<std::string> problems;  // one line each, naming the file
   std::size_t non_utf8_bytes = 0;      // bytes of names and command lines that were not UTF-8 (replaced by U+FFFD)

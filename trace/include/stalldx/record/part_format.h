@@ -25,8 +25,10 @@ namespace stalldx::record {
 
 inline constexpr std::uint64_t kPartMagic = 0x31746170786c6c73ull;  // "sllxpat1"
 inline constexpr std::uint32_t kPartVersion = 3;
-inline constexpr std::uint32_t kPartRangeCapacity = 1u << 20;  // per thread; beyond it ranges are dropped and counted
+inline constexpr std::uint32_t kPartRangeCapacity = 1u << 20;  // per thread; beyond it ranges are dropped, or a ring wraps (PartHeader)
 inline constexpr const char* kRecordDirEnv = "STALLDX_RECORD_DIR";
+// Records a part holds, when smaller than kPartRangeCapacity (>= 1024): for tests of the ring and the cap.
+inline constexpr const char* kPartCapacityEnv = "STALLDX_PART_CAPACITY";
 // `record --step` and `--roles`, for the injection's live step marks under --sample (sampling.h).
 inline constexpr const char* kStepPatternEnv = "STALLDX_STEP";
 inline constexpr const char* kRolesFileEnv = "STALLDX_ROLES_FILE";
@@ -94,7 +96,12 @@ struct PartHeader {
   std::uint64_t count;              // records written (each begins open: end_ns == 0)
   std::uint64_t dropped;            // ranges beyond the capacity
   std::uint64_t unbalanced_pops;    // pops with no open push range on the thread
-  std::uint64_t reserved[8];
+  // A ring (record --sample, a long run): once kPartRangeCapacity are written, record `count` goes to
+  // slot count % capacity, overwriting the oldest; `overwritten` counts them (count - capacity). Without
+  // it, ranges beyond the capacity are dropped (`dropped`).
+  std::uint64_t overwritten;
+  std::uint64_t ring;               // 1: this part wraps
+  std::uint64_t reserved[6];
 };
 
 // complete: written whole, after the fact, with its CPU time and run-queue delay (the Python hook).
