@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+
+#include "stalldx/record/merge.h"
 #include "stalldx/record/step_inference.h"
 
 namespace stalldx::diagnose {
@@ -18,6 +21,12 @@ Coverage recorded_coverage(const Trace& t, const TraceIndex& ix) {
   cov.dropped_counters = t.meta.dropped_counters;
   cov.dropped_device = t.meta.dropped_device;
   cov.interrupted = t.meta.interrupted;
+  cov.begins_mid_run = t.meta.config.count(record::kHostRingKey) > 0;
+  if (auto it = t.meta.config.find(record::kStepsBeforeTraceKey); cov.begins_mid_run && it != t.meta.config.end()) {
+    std::int64_t n = -1;
+    const std::string& v = it->second;
+    if (std::from_chars(v.data(), v.data() + v.size(), n).ec == std::errc{} && n >= 0) cov.first_step = n;
+  }
   return cov;
 }
 
@@ -49,6 +58,12 @@ void judge_coverage(const Trace& t, const TraceIndex& ix, const TraceDoubts& dou
                                     t.meta.config.count("steps_found_by") ? " (" + t.meta.config.at("steps_found_by") + ")" : ""));
   }
   if (cov.interrupted) cov.notes.push_back("the run was interrupted: the last steps may be incomplete");
+  if (cov.begins_mid_run)
+    cov.notes.push_back(cov.first_step >= 0
+                            ? fmt::format("the trace begins mid-run, at step {} (a long run keeps each thread's newest ranges): warm-up and "
+                                          "start-up are before it, and steps are numbered as the run counted them", cov.first_step)
+                            : std::string("the trace begins mid-run (a long run keeps each thread's newest ranges): warm-up and start-up are "
+                                          "before it; steps are counted from where it begins"));
   const RecordedConfig& recorded = ix.recorded;
   for (const std::string& p : recorded.problems) cov.notes.push_back(p);
   if (!recorded.problems.empty()) lowered.push_back(fmt::format("{} recorded config values refused", recorded.problems.size()));

@@ -12,7 +12,7 @@ StartupSteps find_startup_steps(const Report& rep) {
   for (const StepDiagnosis& s : rep.steps)
     if (!s.warmup) windows.push_back(s.window_ms);
   StartupSteps out;
-  if (windows.size() < 4) return out;
+  if (windows.size() < 4 || rep.coverage.begins_mid_run) return out;  // mid-run: start-up is before the trace
   std::vector<double> sorted = windows;
   std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2), sorted.end());
   out.median_ms = sorted[sorted.size() / 2];

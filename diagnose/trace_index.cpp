@@ -2,6 +2,7 @@
 #include <map>
 
 #include "input_split.h"
+#include "stalldx/record/merge.h"
 
 namespace stalldx::diagnose {
 
@@ -133,6 +134,7 @@ bool RecordedConfig::known(const RunField& field) const {
 
 int warmup_steps(const Trace& t, const Thresholds& th) {
   if (th.warmup_steps >= 0) return th.warmup_steps;
+  if (t.meta.config.count(record::kHostRingKey)) return 0;  // the trace begins mid-run: its warm-up is long gone
   auto it = t.meta.config.find("warmup");
   if (it == t.meta.config.end()) return 0;
   RunConfig probe;

@@ -205,6 +205,30 @@ TEST(Record, ALongSampledRunKeepsTheNewestRangesAndAFullRunTheFirst) {
   EXPECT_LE(steps, 2048u) << "4,096 ranges of the loop's thread: two a step";
   EXPECT_NE(ring.log.find("oldest ranges overwritten (4096 a thread are kept)"), std::string::npos) << ring.log;
   EXPECT_EQ(ring.log.find("ranges dropped"), std::string::npos) << ring.log;
+  {
+    // Its steps are numbered as the run counted them (the live step marks tell where the trace begins),
+    // so a wait finds the batch its producers worked on, and no warm-up or start-up is set aside mid-run.
+    Trace t;
+    ASSERT_TRUE(read_trace_file(ring.trace_path, t).is_ok());
+    std::int64_t first = INT64_MAX, last = -1;
+    std::set<std::int64_t> produced;
+    for (const HostRange& h : t.ranges) {
+      if (h.role == Role::step) first = std::min(first, h.step), last = std::max(last, h.step);
+      if (h.role == Role::decode) produced.insert(h.batch);
+    }
+    EXPECT_EQ(last, 5999) << "the run's last step";
+    EXPECT_EQ(t.meta.config.at(kStepsBeforeTraceKey), std::to_string(first));
+    ASSERT_FALSE(produced.empty());
+    std::size_t waits = 0, linked = 0;
+    for (const HostRange& h : t.ranges)  // the waits whose batches' work is in the trace (the workers run ahead)
+      if (h.role == Role::wait_batch && h.step >= *produced.begin()) waits++, linked += produced.count(h.batch);
+    EXPECT_GT(waits, 500u);
+    EXPECT_EQ(linked, waits) << "every wait's batch was decoded by the workers";
+    const diagnose::Report rep = diagnose::diagnose(t);
+    EXPECT_TRUE(rep.coverage.begins_mid_run);
+    EXPECT_EQ(rep.coverage.first_step, first);
+    for (const diagnose::StepDiagnosis& s : rep.steps) EXPECT_FALSE(s.warmup) << s.step;
+  }
   batches(cap, lo, hi, steps);
   EXPECT_EQ(lo, 0) << cap.log;
   EXPECT_LT(hi, 3000) << cap.log;

@@ -124,6 +124,34 @@ TEST(WindowMarks, PairsEdgesClosesTheOpenOneAndSkipsCutLines) {
   EXPECT_EQ(device_windows(meta, &bad)->size(), 1u);
   EXPECT_EQ(bad, 2u);
   EXPECT_FALSE(device_windows(TraceMeta{})) << "no key: not sampled";
+  EXPECT_EQ(m.steps, (std::vector<StepMark>{{5000, 4}, {8000, 7}, {9000, 9}, {12000, 12}})) << "the start's edge (-1) is no step's";
+}
+
+// A trace that begins mid-run (a long run's rings): unnumbered steps take the run's numbers from the
+// first live mark that begins where a kept step does; a wait without a payload then names that batch.
+TEST(WindowMarks, ATraceThatBeginsMidRunNumbersItsStepsAsTheRunDid) {
+  const auto three_steps = [] {
+    Trace t;
+    t.threads.push_back(ThreadInfo{0, 1, "main"});
+    for (std::int64_t k = 1; k <= 3; ++k) {
+      t.ranges.push_back({k * 100, k * 100 + 90, 0, t.intern("train step"), Role::step});
+      t.ranges.push_back({k * 100 + 1, k * 100 + 20, 0, t.intern("wait"), Role::wait_batch});
+    }
+    return t;
+  };
+  Trace t = three_steps();
+  const std::vector<StepMark> marks{{50, 40}, {150, 41}, {200, 57}, {300, 58}};
+  assign_steps(t, &marks);
+  std::vector<std::int64_t> steps, batches;
+  for (const HostRange& r : t.ranges) (r.role == Role::step ? steps : batches).push_back(r.role == Role::step ? r.step : r.batch);
+  EXPECT_EQ(steps, (std::vector<std::int64_t>{56, 57, 58}));
+  EXPECT_EQ(batches, (std::vector<std::int64_t>{56, 57, 58}));
+  EXPECT_EQ(t.meta.config.at(kStepsBeforeTraceKey), "56");
+  Trace unmarked = three_steps();
+  const std::vector<StepMark> elsewhere{{150, 41}};
+  assign_steps(unmarked, &elsewhere);
+  EXPECT_EQ(unmarked.ranges[0].step, 0) << "no mark at a kept step: counted from the trace's first";
+  EXPECT_FALSE(unmarked.meta.config.count(kStepsBeforeTraceKey));
 }
 
 // A trace of 10 steps whose device records exist only in steps 0-2 and 6-7 (the windows). Steps 3-5 and

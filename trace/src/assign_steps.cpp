@@ -1,6 +1,7 @@
 // Steps from step ranges and device work from its call (merge.h assign_steps).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <map>
@@ -25,7 +26,7 @@ std::int64_t trailing_number(const std::string& s) {
 
 }  // namespace
 
-std::uint64_t assign_steps(Trace& t) {
+std::uint64_t assign_steps(Trace& t, const std::vector<StepMark>* from_marks) {
   std::map<std::uint32_t, int> per_thread;
   for (const HostRange& r : t.ranges)
     if (r.role == Role::step) per_thread[r.thread]++;
@@ -58,8 +59,23 @@ std::uint64_t assign_steps(Trace& t) {
     if (n <= last) { numbered = false; break; }
     last = n;
   }
+  // Ordinals in a trace that begins mid-run: offset by the run's number of the first kept step, which a
+  // live mark placed exactly at a kept step's begin tells (marks are rare: one per window edge).
+  std::int64_t first = 0;
+  if (!numbered && from_marks != nullptr) {
+    for (std::size_t i = 0, m = 0; i < top.size() && m < from_marks->size();) {
+      const StepMark& mk = (*from_marks)[m];
+      if (mk.begin_ns < top[i]->begin_ns) ++m;
+      else if (mk.begin_ns > top[i]->begin_ns) ++i;
+      else {
+        first = std::max<std::int64_t>(0, mk.step - static_cast<std::int64_t>(i));
+        break;
+      }
+    }
+    if (first > 0) t.meta.config[kStepsBeforeTraceKey] = std::to_string(first);
+  }
   std::vector<std::int64_t> ids(top.size());
-  for (std::size_t i = 0; i < top.size(); ++i) ids[i] = numbered ? trailing_number(t.name(top[i]->name)) : static_cast<std::int64_t>(i);
+  for (std::size_t i = 0; i < top.size(); ++i) ids[i] = numbered ? trailing_number(t.name(top[i]->name)) : first + static_cast<std::int64_t>(i);
   const auto step_at = [&](std::int64_t ts) -> std::int64_t {
     auto it = std::upper_bound(top.begin(), top.end(), ts, [](std::int64_t v, const HostRange* r) { return v < r->begin_ns; });
     if (it == top.begin()) return -1;

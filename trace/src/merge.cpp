@@ -22,7 +22,8 @@ namespace {
 // A sampled recording's windows into the trace's metadata (sampling.h). A process that ran CUDA keeps
 // the windows whose records exist (the cap removes old ones; a window may close before cuInit); where
 // no process ran CUDA (a program marking steps with no device, tests), those that marked steps keep all.
-void note_windows(const std::map<std::int64_t, ProcessParts>& procs, Trace& out, MergeReport& rep) {
+// `marks`: the step marks of the processes whose windows are kept, in time order.
+void note_windows(const std::map<std::int64_t, ProcessParts>& procs, Trace& out, MergeReport& rep, std::vector<StepMark>& marks) {
   std::vector<DeviceWindow> kept;
   std::optional<SamplePlan> plan;
   bool any = false, cuda = false;
@@ -34,6 +35,7 @@ void note_windows(const std::map<std::int64_t, ProcessParts>& procs, Trace& out,
     // shell or a loader worker is "recording" from its start and would cover every step.
     if (cuda ? !p.info.used_cuda : !p.windows->stepped) continue;
     if (p.windows->plan) plan = p.windows->plan;
+    marks.insert(marks.end(), p.windows->steps.begin(), p.windows->steps.end());
     for (const auto& [n, w] : p.windows->windows) {
       if (p.info.used_cuda && !p.cuda_files.count(n)) {
         rep.windows_without_records++;
@@ -44,6 +46,7 @@ void note_windows(const std::map<std::int64_t, ProcessParts>& procs, Trace& out,
     }
   }
   if (!any) return;
+  std::sort(marks.begin(), marks.end(), [](const StepMark& a, const StepMark& b) { return a.begin_ns < b.begin_ns; });
   rep.device_windows = kept.size();
   rep.sample_plan = plan.value_or(SamplePlan{});
   set_device_windows(out.meta, rep.sample_plan, kept);
@@ -214,7 +217,7 @@ void leave_out_before_horizon(Trace& out, MergeReport& rep) {
   std::erase_if(out.calls, before);
   std::erase_if(out.activities, before);
   rep.before_horizon = n - out.ranges.size() - out.calls.size() - out.activities.size();
-  out.meta.config["host_ring"] = fmt::format(
+  out.meta.config[kHostRingKey] = fmt::format(
       "per-thread rings of {} ranges wrapped: {} oldest ranges overwritten, {} records from before the newest wrap point left out",
       rep.ring_capacity, rep.overwritten, rep.before_horizon);
 }
@@ -244,7 +247,8 @@ Status merge_parts(const std::string& dir, const RoleMap& roles, const MergeOpti
   for (auto& [pid, p] : procs) merger.ranges(pid, p);
   for (auto& [pid, p] : procs) merger.device(pid, p);
   leave_out_before_horizon(out, rep);
-  note_windows(procs, out, rep);
+  std::vector<StepMark> marks;
+  note_windows(procs, out, rep, marks);
   for (const HostRange& r : out.ranges) procs[out.threads[r.thread].pid].info.ranges++;
   for (auto& [pid, p] : procs) rep.processes.push_back(p.info);
   if (rep.merge_stopped) {
@@ -253,7 +257,7 @@ Status merge_parts(const std::string& dir, const RoleMap& roles, const MergeOpti
     out.meta.config["merge"] = fmt::format("interrupted: {} of {} part files merged", merger.merged(), parts);
   }
   rep.steps = infer_steps(out);
-  rep.demoted_steps = assign_steps(out);
+  rep.demoted_steps = assign_steps(out, rep.ring_horizon_ns > 0 ? &marks : nullptr);
   out.meta.dropped_host = rep.dropped;
   out.meta.origin_ns = earliest_record(out);
   return Status::ok();

@@ -112,7 +112,11 @@ WindowMarks parse_window_marks(std::string_view text, std::int64_t pid, std::int
     }
     std::int64_t n = 0, ns = 0, step = -1;
     if (f.size() != 4 || !number(f[1], n) || !number(f[2], ns) || ns <= 0) continue;
-    if (number(f[3], step) && step >= 0) out.stepped = true;
+    const bool edge = f[0] == "attach" || f[0] == "detach";
+    if (edge && number(f[3], step) && step >= 0) {
+      out.stepped = true;
+      out.steps.push_back({ns, step});
+    }
     if (f[0] == "attach") {
       open[n] = out.windows.size();
       out.windows.push_back({n, DeviceWindow{ns, std::max(ns, end_ns), pid}});

@@ -139,6 +139,10 @@ struct Coverage {
   std::uint64_t absurd_events = 0, repeated_events = 0, duplicate_correlations = 0, unlinked_device = 0, zero_length_kernels = 0;
   bool device_links_doubtful = false;   // much device work links to no call: "the input keeps up" is not said
   bool interrupted = false;
+  // The trace begins mid-run (record --sample, a long run's rings kept the newest ranges): the run's
+  // warm-up and start-up are before it. first_step: the run's number of its first step, -1 unknown.
+  bool begins_mid_run = false;
+  std::int64_t first_step = -1;
   // A sampled recording: its plan (SamplePlan::words), windows, and steps inside them / carried.
   bool sampled = false;
   std::string sample_plan;

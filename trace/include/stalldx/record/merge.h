@@ -69,6 +69,14 @@ Status merge_parts(const std::string& dir, const RoleMap& roles, const MergeOpti
 // ranges become `user`); every consumer range gets the step that contains it, runtime calls the step
 // that contains their start, device activity the step of its call; meta.unmatched_device counts device
 // work launched inside the steps' span that no step claims. Returns the ranges demoted.
-std::uint64_t assign_steps(Trace& t);
+// Step ids are the numbers the step names carry (ProfilerStep#12), else ordinals: from 0, or — a trace
+// that begins mid-run (a long run's rings, `from_marks` its live step marks) — from the run's number of
+// the first kept step, read off the first mark that begins where a kept step does; that number is then
+// in meta.config[kStepsBeforeTraceKey].
+std::uint64_t assign_steps(Trace& t, const std::vector<StepMark>* from_marks = nullptr);
+// meta.config keys: present when the trace begins at a ring's horizon (the text says how much went),
+// and the steps of the run before its first step (when the live step marks tell).
+inline constexpr const char* kHostRingKey = "host_ring";
+inline constexpr const char* kStepsBeforeTraceKey = "steps_before_trace";
 
 }  // namespace stalldx::record

@@ -88,10 +88,18 @@ struct DeviceWindow {
 
 // One process's <pid>.windows file (part_format.h): its windows by number, an unclosed one ending at
 // `end_ns`, and the plan it ran under. Lines cut by a kill or not understood are skipped.
+// A window edge placed at a step boundary: the step that began at `begin_ns` was the run's `step`-th
+// (counted from 0, as the process saw steps live) — how a trace that begins mid-run (a long run's
+// rings) numbers its steps as the run did.
+struct StepMark {
+  std::int64_t begin_ns = 0, step = 0;
+  bool operator==(const StepMark&) const = default;
+};
 struct WindowMarks {
   std::vector<std::pair<std::int64_t, DeviceWindow>> windows;  // (window number, span), in file order
   std::optional<SamplePlan> plan;
-  bool stepped = false;  // an edge was placed by a step (not only the start): the process marks steps
+  bool stepped = false;          // an edge was placed by a step (not only the start): the process marks steps
+  std::vector<StepMark> steps;   // the edges placed by steps, in file (= time) order
 };
 WindowMarks parse_window_marks(std::string_view text, std::int64_t pid, std::int64_t end_ns);
 // The plan's line, written first: "plan \t <SamplePlan::text()>".
