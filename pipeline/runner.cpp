@@ -207,8 +207,8 @@ void StepLoop::run(Producer& producer) {
     if (s == 0 && on_phase_) on_phase_(RunPhase::started);
     if (s == c_.warmup) {
       // Steady state starts once the warm-up steps have finished on the device too; otherwise queued
-      // warm-up work would be counted against steady-state images.
-      if (Status st = stage.drain(); !st.is_ok()) { failure = st; leaving_ = true; rank_step_end(s); break; }
+      // warm-up work would be counted against steady-state images (device_stage.h steady_begins).
+      if (Status st = stage.steady_begins(); !st.is_ok()) { failure = st; leaving_ = true; rank_step_end(s); break; }
       if (on_phase_) on_phase_(RunPhase::steady);
       prev_end = now_ns();
       steady_begin = prev_end;
@@ -352,7 +352,8 @@ Status run_pipeline(const RunConfig& config_in, RunResult& r, const std::atomic<
   r.bad = bad.snapshot();
   r.cache_misses = producer.cache_misses();
   r.images = static_cast<std::uint64_t>(r.step_ms.size()) * static_cast<std::uint64_t>(run.c.batch);
-  r.seconds = (steady_end - loop.steady_begin) / 1e9;
+  const double device_s = run.stage->steady_device_seconds();
+  r.seconds = device_s > 0 ? device_s : (steady_end - loop.steady_begin) / 1e9;
   r.images_per_second = r.seconds > 0 ? static_cast<double>(r.images) / r.seconds : 0;
   fill_stats(r);
   close_trace(run, loop, collective, r);

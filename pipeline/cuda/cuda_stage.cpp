@@ -45,6 +45,8 @@ class CudaStage final : public DeviceStage {
     cudaFree(sums_);
     for (auto* v : {&copy_start_, &copy_done_, &step_done_})
       for (cudaEvent_t e : *v) cudaEventDestroy(e);
+    for (cudaEvent_t e : steady_)
+      if (e) cudaEventDestroy(e);
     if (copy_) cudaStreamDestroy(copy_);
     if (compute_) cudaStreamDestroy(compute_);
   }
@@ -143,8 +145,21 @@ class CudaStage final : public DeviceStage {
     return Status::ok();
   }
 
+  // An event after the warm-up's work on the compute stream (each step's compute waits for its copy):
+  // the steady time is measured from its completion, and the consumer does not wait for it.
+  Status steady_begins() override {
+    for (cudaEvent_t& e : steady_)
+      if (!e) STALLDX_CUDA_TRY(cudaEventCreate(&e));
+    STALLDX_CUDA_TRY(cudaEventRecord(steady_[0], compute_));
+    steady_marked_ = true;
+    return Status::ok();
+  }
+
   Status finish() override {
+    if (steady_marked_) STALLDX_CUDA_TRY(cudaEventRecord(steady_[1], compute_));
     if (Status st = drain(); !st.is_ok()) return st;
+    float steady_ms = 0;
+    if (steady_marked_ && cudaEventElapsedTime(&steady_ms, steady_[0], steady_[1]) == cudaSuccess) steady_s_ = steady_ms / 1e3;
     for (std::size_t r = 0; r < ring_step_.size(); ++r) account_copy(r);
     stats_.batch_copy_gbps = copy_ms_ > 0 ? static_cast<double>(copy_bytes_) / (copy_ms_ * 1e6) : 0;
     if (!host_sums_.empty()) {
@@ -162,6 +177,7 @@ class CudaStage final : public DeviceStage {
   }
 
   DeviceStats stats() const override { return stats_; }
+  double steady_device_seconds() const override { return steady_s_; }
   void* cuda_stream() const override { return compute_; }
   void append_records(Trace&) const override {}  // device records come from CUPTI
 
@@ -273,6 +289,9 @@ class CudaStage final : public DeviceStage {
   float* sink_ = nullptr;
   unsigned long long* sums_ = nullptr;
   std::vector<cudaEvent_t> copy_start_, copy_done_, step_done_;
+  cudaEvent_t steady_[2] = {nullptr, nullptr};  // after the warm-up's work, after the last step's
+  bool steady_marked_ = false;
+  double steady_s_ = -1;                        // between their completions (finish())
   std::vector<std::int64_t> ring_step_;
   std::vector<std::uint64_t> host_sums_;
   std::size_t bytes_ = 0;

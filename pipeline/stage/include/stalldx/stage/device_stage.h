@@ -41,7 +41,15 @@ class DeviceStage {
   // when --verify, else 0.
   virtual Status submit_step(std::int64_t step, BatchSlot& slot, std::uint64_t host_sum, std::function<void()>& fence) = 0;
   virtual Status drain() = 0;                // waits for all submitted work
+  // The steady steps begin: the work submitted so far (the warm-up's) is not theirs. The default waits
+  // for it (drain) and the run's time starts on the host's clock; a stage that times its device itself
+  // marks the point without waiting (a wait there idles the device into the first steady step).
+  virtual Status steady_begins() { return drain(); }
   virtual Status finish() = 0;               // drains, then settles the figures (bandwidth, checksums); once
+  // After finish(): seconds from when the device completed the warm-up's work to when it completed the
+  // last step's (steady_begins() to finish()), by the device's own timing; < 0 when the stage does not
+  // time it (the run then takes the host's clock from steady_begins()'s return to finish()'s).
+  virtual double steady_device_seconds() const { return -1; }
   virtual DeviceStats stats() const = 0;
   // The CUDA stream (a cudaStream_t) the steps' compute is queued on, for device work that must follow
   // a step and precede the next (a rank's all-reduce); owned by the stage, valid while it lives. Null
