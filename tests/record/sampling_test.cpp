@@ -13,6 +13,7 @@
 #include "recorded.h"
 #include "spawned.h"
 #include "stalldx/diagnose/diagnosis.h"
+#include "stalldx/record/part_format.h"
 #include "stalldx/diagnose/live.h"
 #include "stalldx/record/merge.h"
 #include "stalldx/record/sampling.h"
@@ -152,6 +153,13 @@ TEST(WindowMarks, ATraceThatBeginsMidRunNumbersItsStepsAsTheRunDid) {
   assign_steps(unmarked, &elsewhere);
   EXPECT_EQ(unmarked.ranges[0].step, 0) << "no mark at a kept step: counted from the trace's first";
   EXPECT_FALSE(unmarked.meta.config.count(kStepsBeforeTraceKey));
+  // The Python hook's iterations are marked when one ends (where the next begins): the mark at 200 ns
+  // numbered the iteration it ended 57, so the one beginning there is 58.
+  Trace hook;
+  hook.threads.push_back(ThreadInfo{0, 1, "main"});
+  for (std::int64_t k = 1; k <= 3; ++k) hook.ranges.push_back({k * 100, k * 100 + 100, 0, hook.intern(kPythonLoopStepName), Role::step});
+  assign_steps(hook, &marks);
+  EXPECT_EQ(hook.ranges[0].step, 57) << "200 ns begins the second kept iteration, step 58 counted from 0";
 }
 
 // A trace of 10 steps whose device records exist only in steps 0-2 and 6-7 (the windows). Steps 3-5 and

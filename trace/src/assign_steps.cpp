@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "stalldx/record/merge.h"
+#include "stalldx/record/part_format.h"
 
 namespace stalldx::record {
 
@@ -68,7 +69,10 @@ std::uint64_t assign_steps(Trace& t, const std::vector<StepMark>* from_marks) {
       if (mk.begin_ns < top[i]->begin_ns) ++m;
       else if (mk.begin_ns > top[i]->begin_ns) ++i;
       else {
-        first = std::max<std::int64_t>(0, mk.step - static_cast<std::int64_t>(i));
+        // The Python hook's iterations are marked live when one ends, where the next begins
+        // (part_writer's complete()): the mark counts the iterations before this one, less the first.
+        const std::int64_t run_index = mk.step + (python_hook_step_name(t.name(top[i]->name)) ? 1 : 0);
+        first = std::max<std::int64_t>(0, run_index - static_cast<std::int64_t>(i));
         break;
       }
     }
