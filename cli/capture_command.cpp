@@ -13,7 +13,7 @@ Action add_capture_command(CLI::App& app) {
   auto a = std::make_shared<Args>();
   CLI::App* sub = app.add_subcommand(
       "capture", "ask a program running under `stalldx record --on-demand` (or --sample) for the device records of its next steps");
-  sub->add_option("pid", a->pid, "the recorded program's process id (or its stalldx record's)")->required()->check(CLI::PositiveNumber);
+  sub->add_option("pid", a->pid, "the recorded program's process id (or its stalldx record's)")->required()->check(CLI::Range(std::int64_t{1}, std::int64_t{4194304}, "a process id (1-4194304)"));
   sub->add_option("--steps", a->steps, "how many steps to record, from the next one")->capture_default_str()->check(CLI::Range(1, 1000000));
   sub->footer("Example: stalldx record --on-demand -- python train.py &   then   stalldx capture $! --steps 10\n"
               "Manual: docs/record.md");

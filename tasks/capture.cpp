@@ -39,10 +39,10 @@ std::vector<std::int64_t> children(std::int64_t pid) {
 
 Status request_capture(std::int64_t pid, std::int64_t steps, CaptureRequest& out) {
   out = CaptureRequest{};
-  if (steps < 1) return Status::invalid("capture: --steps must be at least 1");
+  if (steps < 1) return Status::invalid("--steps must be at least 1");
   std::string dir;
   if (!environ_value(pid, record::kRecordDirEnv, dir))
-    return Status::invalid(fmt::format("capture: process {} is not running or its environment cannot be read (another user's?)", pid));
+    return Status::invalid(fmt::format("process {} is not running or its environment cannot be read (another user's?)", pid));
   out.pid = pid;
   if (dir.empty())  // `stalldx record` itself: its command carries the recording
     for (const std::int64_t c : children(pid))
@@ -51,10 +51,10 @@ Status request_capture(std::int64_t pid, std::int64_t steps, CaptureRequest& out
         break;
       }
   if (dir.empty())
-    return Status::invalid(fmt::format("capture: process {} is not recorded (start it under stalldx record --on-demand -- CMD)", pid));
+    return Status::invalid(fmt::format("process {} is not recorded (start it under stalldx record --on-demand -- CMD)", pid));
   (void)environ_value(out.pid, record::kSampleEnv, out.plan);
   if (out.plan.empty())
-    return Status::invalid(fmt::format("capture: process {} records every step's device activity already (its record has no "
+    return Status::invalid(fmt::format("process {} records every step's device activity already (its record has no "
                                        "--on-demand or --sample): nothing to ask for", out.pid));
   out.parts_dir = dir;
   timespec ts;
@@ -63,12 +63,12 @@ Status request_capture(std::int64_t pid, std::int64_t steps, CaptureRequest& out
   // Written whole, then renamed over the request file: a poller reads an old request or the new one.
   std::string tmp = dir + "/.capture-XXXXXX";
   const int fd = mkostemp(tmp.data(), O_CLOEXEC);
-  if (fd < 0) return Status::io(fmt::format("capture: cannot write in {}: {}", dir, std::strerror(errno)));
+  if (fd < 0) return Status::io(fmt::format("cannot write in {}: {}", dir, std::strerror(errno)));
   const bool written = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
   ::close(fd);
   if (!written || std::rename(tmp.c_str(), (dir + "/" + record::kCaptureFile).c_str()) != 0) {
     ::unlink(tmp.c_str());
-    return Status::io(fmt::format("capture: cannot write the request in {}: {}", dir, std::strerror(errno)));
+    return Status::io(fmt::format("cannot write the request in {}: {}", dir, std::strerror(errno)));
   }
   return Status::ok();
 }
