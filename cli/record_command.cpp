@@ -59,8 +59,15 @@ Action add_record_command(CLI::App& app, const std::vector<std::string>& command
                       ->expected(0, 1);
   a->live_opt = sub->add_option("--live", a->options.live_s,
                                 "every this many seconds while the command runs, print one line: the time share by class and steps/s "
-                                "(default 30 with --sample or --live-json, else off; 0: off)")
-                    ->check(CLI::Range(0.0, 86400.0));
+                                "(default 30 with --sample or --live-json, else off; 0: off; at least 1: each line merges the parts so far)")
+                    ->check(CLI::Validator(
+                        [](std::string& v) -> std::string {
+                          double s = -1;
+                          if (!CLI::detail::lexical_cast(v, s) || !(s == 0 || (s >= 1 && s <= 86400)))
+                            return v + " is not 0 (off) or a number of seconds from 1 to 86400";
+                          return {};
+                        },
+                        "0 or 1-86400"));
   sub->add_flag("--cupti-detach,!--no-cupti-detach", a->options.cupti_detach,
                 "with --sample / --on-demand: finalize CUPTI between windows (the default; no cost there at all); "
                 "--no-cupti-detach only turns its records off (CUPTI stays loaded: a launch-bound loop pays ~9 %, docs/measurements.md)");

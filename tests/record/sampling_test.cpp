@@ -295,11 +295,11 @@ TEST(RecordSample, AProgramWithNoDeviceMarksItsWindowsAtItsSteps) {
 }
 
 // Live lines: a loop whose steps wait on slow reads prints lines whose input share is most of the time.
-// The program runs at least 40 x 15 ms of sleeping reads: longer than three intervals of 0.15 s.
+// The program runs at least 150 x 15 ms of sleeping reads: longer than two intervals of 1 s (the least).
 TEST(RecordSample, LiveLinesReportTheInputShareWhileTheProgramRuns) {
   const std::string dir = stalldx::testing::temp_dir("live");
-  const Recorded r = record("--steps 40 --workers 2 --read-ms 15 --decode-ms 0 --step-ms 1",
-                            fmt::format("--live 0.15 --live-json {}/live.jsonl", dir));
+  const Recorded r = record("--steps 150 --workers 2 --read-ms 15 --decode-ms 0 --step-ms 1",
+                            fmt::format("--live 1 --live-json {}/live.jsonl", dir));
   ASSERT_EQ(r.rc, 0) << r.log;
   EXPECT_NE(r.log.find("stalldx live 00:00:0"), std::string::npos) << r.log;
   std::ifstream in(dir + "/live.jsonl");
