@@ -165,9 +165,10 @@ void finish(const RecordOptions& o, RecordResult& r, const StopFlag* stop, std::
   }
   if (!r.merge.merge_stopped && !(o.name_by_rank && launcher_rank())) split_ranks(o, mo, r);
   // The parts go once merged whole and written; an interrupted merge keeps them for `record --merge`.
-  if (!o.keep_parts && !r.merge.merge_stopped) {
-    std::error_code ec;
-    fs::remove_all(r.parts_dir, ec);
+  if (!o.keep_parts && !r.merge.merge_stopped) {  // its part files only: anything else there is not ours to remove
+    if (const std::size_t others = record::remove_parts_folder(r.parts_dir); others > 0)
+      r.merge.problems.push_back(fmt::format("{}: {} entr{} not of stalldx's parts: left there, with the folder", r.parts_dir, others,
+                                             others == 1 ? "y" : "ies"));
   }
 }
 }  // namespace
@@ -215,8 +216,7 @@ Status run_record(const RecordOptions& o, RecordResult& r, const StopFlag* stop)
   const std::int64_t ended = monotonic_ns();
   if (!st.is_ok()) {
     r.start_error = st.message();
-    std::error_code ec;
-    fs::remove_all(r.parts_dir, ec);
+    record::remove_parts_folder(r.parts_dir);
     r.parts_dir.clear();
     return Status::ok();
   }
@@ -229,7 +229,10 @@ Status run_record(const RecordOptions& o, RecordResult& r, const StopFlag* stop)
 Status merge_record(const std::string& parts_dir, const RecordOptions& o, RecordResult& r, const StopFlag* stop) {
   r = RecordResult{};
   std::error_code ec;
-  if (!fs::is_directory(parts_dir, ec)) return Status::invalid(fmt::format("record --merge: {} is not a folder", parts_dir));
+  if (!fs::is_directory(parts_dir, ec)) return Status::invalid(fmt::format("--merge {}: not a folder", parts_dir));
+  // A folder of no record's: nothing to merge, and nothing of it is ever removed.
+  if (record::count_part_files(parts_dir) == 0)
+    return Status::invalid(fmt::format("--merge {}: no part files of a stalldx record in it (<pid>.proc, <pid>.<tid>.ranges, ...)", parts_dir));
   r.trace_path = record_trace_path(o);
   OutputClaim claim;
   if (Status c = claim.claim(r.trace_path); !c.is_ok()) return c;

@@ -11,7 +11,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fstream>
 #include <regex>
+#include <set>
 
 #include "spawned.h"
 #include "stalldx/rank_paths.h"
@@ -128,6 +130,41 @@ TEST(RecordProcessControl, AnInterruptedMergeKeepsItsPartAndTheRestMergesLater) 
   EXPECT_NE(again.log.find("merged from"), std::string::npos) << again.log;
   EXPECT_FALSE(fs::exists(parts)) << "merged whole and written: the folder goes";
   EXPECT_EQ(run_command({STALLDX_BINARY, "record", "--merge", dir, "--", "true"}).rc, 2) << "--merge takes no command";
+}
+
+// `record --merge DIR` removes the part files it merged and nothing else. Before, it removed DIR whole:
+// `--merge /tmp` emptied /tmp (found 2026-12-06, here).
+TEST(RecordProcessControl, MergeRemovesOnlyThePartsAndRefusesAFolderOfNone) {
+  const std::string dir = stalldx::testing::temp_dir("rec-merge-own");
+  const auto run = run_command(
+      {STALLDX_BINARY, "record", "--keep-parts", "--trace", dir + "/whole.json", "--", NVTX_LOOP, "--steps", "4", "--workers", "2", "--read-ms", "1"});
+  ASSERT_EQ(run.rc, 0) << run.log;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(run.log, m, std::regex("parts kept in (\\S+)"))) << run.log;
+  const std::string parts = m[1];
+  std::size_t part_files = 0;
+  for (const auto& e : fs::directory_iterator(parts)) part_files += is_part_file_name(e.path().filename().string()) ? 1 : 0;
+  EXPECT_GT(part_files, 3u);
+  for (const char* name : {"notes.txt", "12.ranges.bak", "capture.old", "x.proc"}) {
+    std::ofstream(parts + "/" + name) << "theirs\n";
+    EXPECT_FALSE(is_part_file_name(name)) << name;
+  }
+  fs::create_directory(parts + "/sub");
+  const auto merged = run_command({STALLDX_BINARY, "record", "--merge", parts, "--trace", dir + "/again.json"});
+  ASSERT_EQ(merged.rc, 0) << merged.log;
+  EXPECT_NE(merged.log.find("5 entries not of stalldx's parts: left there, with the folder"), std::string::npos) << merged.log;
+  std::set<std::string> left;
+  for (const auto& e : fs::directory_iterator(parts)) left.insert(e.path().filename().string());
+  EXPECT_EQ(left, (std::set<std::string>{"notes.txt", "12.ranges.bak", "capture.old", "x.proc", "sub"}));
+
+  // A folder with no parts: refused, untouched.
+  const auto none = run_command({STALLDX_BINARY, "record", "--merge", parts, "--trace", dir + "/none.json"});
+  EXPECT_NE(none.rc, 0);
+  EXPECT_NE(none.log.find("no part files of a stalldx record in it"), std::string::npos) << none.log;
+  EXPECT_EQ(std::distance(fs::directory_iterator(parts), fs::directory_iterator()), 5);
+  for (const char* name : {"4242.proc", "4242.names", "4242.4243.ranges", "4242.cuda.json", "4242.cuda.w12.json", "4242.windows",
+                           "4242.cuda.started", "capture", ".capture-Ab12Cd", "4242.cuda.w3.json.partial-x1y2z3"})
+    EXPECT_TRUE(is_part_file_name(name)) << name;
 }
 
 // Before: the recorded program died of SIGBUS in the injection library and record said only "write failed", exit 1.

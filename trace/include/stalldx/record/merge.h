@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "stalldx/name_pattern.h"
@@ -64,6 +65,16 @@ struct MergeOptions {
 };
 
 Status merge_parts(const std::string& dir, const RoleMap& roles, const MergeOptions& options, Trace& out, MergeReport& report);
+
+// Is `name` (a file name) one of the parts format's (part_format.h), or a temporary file of its writers
+// (a part's name + ".partial-XXXXXX", ".capture-XXXXXX")?
+bool is_part_file_name(std::string_view name);
+// The files of `dir` with such names.
+std::size_t count_part_files(const std::string& dir);
+// Removes the part files of `dir` (regular files of those names only, never through a link), then the
+// folder itself if nothing else is in it. Returns the entries left (files not of the format's: they
+// and the folder stay).
+std::size_t remove_parts_folder(const std::string& dir);
 
 // Steps from step ranges (the consumer = the thread with most of them; nested or off-consumer step
 // ranges become `user`); every consumer range gets the step that contains it, runtime calls the step
