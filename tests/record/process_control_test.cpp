@@ -97,15 +97,21 @@ TEST(RecordProcessControl, ASuspendedCommandIsReportedAndCtrlCStillEndsIt) {
   EXPECT_EQ(p.wait_exit(secs, kExit), 130) << p.stderr_text();
 }
 
+// A loop of 6 steps recorded with --keep-parts (trace dir/whole.json): its parts folder, "" on failure.
+std::string kept_parts(const std::string& dir, const char* workers) {
+  const auto run = run_command(
+      {STALLDX_BINARY, "record", "--keep-parts", "--trace", dir + "/whole.json", "--", NVTX_LOOP, "--steps", "6", "--workers", workers, "--read-ms", "1"});
+  std::smatch m;
+  EXPECT_EQ(run.rc, 0) << run.log;
+  if (run.rc != 0 || !std::regex_search(run.log, m, std::regex("parts kept in (\\S+)"))) return "";
+  return m[1];
+}
+
 // A stop during the merge keeps what was merged, marks it, and the folder left behind merges whole later.
 TEST(RecordProcessControl, AnInterruptedMergeKeepsItsPartAndTheRestMergesLater) {
   const std::string dir = stalldx::testing::temp_dir("rec-merge");
-  const auto run = run_command(
-      {STALLDX_BINARY, "record", "--keep-parts", "--trace", dir + "/whole.json", "--", NVTX_LOOP, "--steps", "6", "--workers", "3", "--read-ms", "1"});
-  ASSERT_EQ(run.rc, 0) << run.log;
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(run.log, m, std::regex("parts kept in (\\S+)"))) << run.log;
-  const std::string parts = m[1];
+  const std::string parts = kept_parts(dir, "3");
+  ASSERT_FALSE(parts.empty());
   Trace whole;
   ASSERT_TRUE(read_trace_file(dir + "/whole.json", whole).is_ok());
 
@@ -136,12 +142,8 @@ TEST(RecordProcessControl, AnInterruptedMergeKeepsItsPartAndTheRestMergesLater) 
 // `--merge /tmp` emptied /tmp (found 2026-12-06, here).
 TEST(RecordProcessControl, MergeRemovesOnlyThePartsAndRefusesAFolderOfNone) {
   const std::string dir = stalldx::testing::temp_dir("rec-merge-own");
-  const auto run = run_command(
-      {STALLDX_BINARY, "record", "--keep-parts", "--trace", dir + "/whole.json", "--", NVTX_LOOP, "--steps", "4", "--workers", "2", "--read-ms", "1"});
-  ASSERT_EQ(run.rc, 0) << run.log;
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(run.log, m, std::regex("parts kept in (\\S+)"))) << run.log;
-  const std::string parts = m[1];
+  const std::string parts = kept_parts(dir, "2");
+  ASSERT_FALSE(parts.empty());
   std::size_t part_files = 0;
   for (const auto& e : fs::directory_iterator(parts)) part_files += is_part_file_name(e.path().filename().string()) ? 1 : 0;
   EXPECT_GT(part_files, 3u);
