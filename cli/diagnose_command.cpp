@@ -51,6 +51,11 @@ Action add_diagnose_command(CLI::App& app) {
       ->capture_default_str()->check(CLI::Range(1, 100000));
   add_threshold_options(*sub, a->options.thresholds);
   return [a] {
+    std::vector<NamedPath> files;
+    for (const std::string& t : a->options.traces) files.push_back({"the trace read", t});
+    files.push_back({"--svg", a->forms.svg});
+    files.push_back({"--html", a->forms.html});
+    if (Status st = check_distinct_files(files); !st.is_ok()) return fail_input("diagnose", st);
     for (const std::string* path : {&a->forms.svg, &a->forms.html}) {
       if (path->empty()) continue;
       OutputCheck check{path == &a->forms.svg ? "SVG" : "HTML report"};

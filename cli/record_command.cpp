@@ -111,6 +111,10 @@ Action add_record_command(CLI::App& app, const std::vector<std::string>& command
     if (a->live_opt->count() == 0 && (a->options.sample.samples() || !a->options.live_json.empty())) a->options.live_s = 30;
     a->options.live = [](const std::string& line) { note("{}\n", line); };
     const std::string trace_path = tasks::record_trace_path(a->options);  // this rank's, under a launcher
+    if (Status st = check_distinct_files({{"--roles", a->options.roles_file}, {"--trace", trace_path}, {"--svg", a->forms.svg},
+                                          {"--html", a->forms.html}, {"--live-json", a->options.live_json}});
+        !st.is_ok())
+      return fail_input("record", st);
     for (const std::string* path : std::initializer_list<const std::string*>{&trace_path, &a->forms.svg, &a->forms.html, &a->options.live_json}) {
       if (path->empty()) continue;
       OutputCheck check{path == &a->forms.svg ? "SVG" : path == &a->forms.html ? "HTML report" : path == &a->options.live_json ? "live JSON" : "trace"};

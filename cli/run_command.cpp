@@ -61,7 +61,12 @@ Action add_run_command(CLI::App& app) {
   add_run_options(*sub, a->config);
   sub->add_flag("--json", a->json, "print the report as JSON");
   sub->add_option("--html", a->html, "also write the diagnosis as one self-contained HTML page (profiled runs)");
-  return [a] {
+  return [a, &app] {
+    const CLI::Option* config = app.get_config_ptr();
+    if (Status st = check_distinct_files({{"--config", config != nullptr && config->count() > 0 ? config->as<std::string>() : ""},
+                                          {"--trace", a->config.trace}, {"--html", a->html}});
+        !st.is_ok())
+      return fail_input("run", st);
     tasks::RunJob job({a->config, a->html, &stop_flag(), [](const std::string& line) { note("{}\n", line); }});
     bool input_error = false;
     if (Status st = job.open(input_error); !st.is_ok()) return input_error ? fail_input("run", st) : fail("run", st);

@@ -221,3 +221,32 @@ TEST(Cli, DiagnoseWritesATrimmedCopyAndNeverOverItsInput) {
   }
   EXPECT_EQ(read_file(trace), before) << "the input is untouched";
 }
+
+// An output named as another of the command's files — an input it reads, or a second output — is
+// refused before anything runs. Before: `diagnose t.json --html t.json` wrote the report over the trace,
+// `run --config c.toml --trace c.toml` the trace over the config, `record --trace t --live-json t` mixed
+// both (found 2026-12-06, here).
+TEST(Cli, AnOutputIsNeverAnotherOfTheCommandsFiles) {
+  const std::string dir = temp_dir("distinct");
+  const std::string trace = dir + "/t.json", config = dir + "/c.toml";
+  ASSERT_EQ(run(fmt::format("run --data {} {} --trace {}", small_dataset(), kFast, trace)).code, 0);
+  write_file(config, "[run]\nsteps = 2\n");
+  write_file(dir + "/roles.toml", "[[role]]\nmatch = \"slurp\"\nrole = \"retrieval\"\n");
+  fs::create_symlink(trace, dir + "/link.json");
+  const std::string t = read_file(trace), c = read_file(config);
+  for (const std::string& args : {fmt::format("diagnose {} --html {}", trace, trace), fmt::format("diagnose {} --svg {}/link.json", trace, dir),
+                                  fmt::format("diagnose {} --svg {}/x.svg --html {}/./x.svg", trace, dir, dir),
+                                  fmt::format("run --config {} --data {} {} --trace {}", config, small_dataset(), kFast, config),
+                                  fmt::format("run --config={} --data {} {} --html {}", config, small_dataset(), kFast, config),
+                                  fmt::format("run --data {} {} --trace {}/y.json --html {}/y.json", small_dataset(), kFast, dir, dir),
+                                  fmt::format("record --trace {}/z.json --live-json {}/z.json -- true", dir, dir),
+                                  fmt::format("record --trace {}/roles.toml --roles {}/roles.toml -- true", dir, dir)}) {
+    const Result r = run(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find("are the same file"), std::string::npos) << args << "\n" << r.out;
+  }
+  EXPECT_EQ(read_file(trace), t);
+  EXPECT_EQ(read_file(config), c);
+  EXPECT_NE(read_file(dir + "/roles.toml").find("slurp"), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir + "/x.svg") || fs::exists(dir + "/y.json") || fs::exists(dir + "/z.json"));
+}

@@ -71,6 +71,26 @@ Status check_output_path(const std::string& path, OutputCheck& check) {
   return Status::ok();
 }
 
+namespace {
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  if (fs::exists(a, ec) && fs::exists(b, ec)) return fs::equivalent(a, b, ec) && !ec;
+  const fs::path pa = fs::weakly_canonical(fs::absolute(a, ec), ec);
+  if (ec) return false;
+  const fs::path pb = fs::weakly_canonical(fs::absolute(b, ec), ec);
+  return !ec && pa == pb;
+}
+}  // namespace
+
+Status check_distinct_files(const std::vector<NamedPath>& files) {
+  for (std::size_t i = 0; i < files.size(); ++i)
+    for (std::size_t j = i + 1; j < files.size(); ++j)
+      if (!files[i].path.empty() && !files[j].path.empty() && same_file(files[i].path, files[j].path))
+        return Status::invalid(fmt::format("{} '{}' and {} '{}' are the same file: one would be written over the other; name another",
+                                           files[j].what, files[j].path, files[i].what, files[i].path));
+  return Status::ok();
+}
+
 Status refuse_non_regular(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))

@@ -8,6 +8,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "stalldx/status.h"
 
@@ -35,6 +36,17 @@ Status write_file_atomic(const std::string& path, std::string_view content);
 // Appends `content` to `path` (created when missing) and fsyncs it: a line that was reported written is
 // on disk. Refuses a path that exists as anything but a regular file.
 Status append_file(const std::string& path, std::string_view content);
+
+// One file a command reads or writes, for check_distinct_files: `what` names it in messages ("--html",
+// "the trace read").
+struct NamedPath {
+  std::string what;
+  std::string path;
+};
+// invalid_argument when two of `files` (empty paths skipped) are the same file — an output that would be
+// written over an input, or two outputs over each other. Links and spellings are resolved ("x.json",
+// "./x.json", a link to it); files that do not exist yet compare by their absolute path.
+Status check_distinct_files(const std::vector<NamedPath>& files);
 
 // invalid_argument when `path` exists as anything but a regular file (what every writer here refuses
 // to replace or append to); OK when it is a regular file or does not exist.
