@@ -1,6 +1,7 @@
 #include "stalldx/tasks/capture.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <fmt/format.h>
 #include <stdlib.h>
 #include <time.h>
@@ -9,9 +10,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "stalldx/record/merge.h"
 #include "stalldx/record/part_format.h"
 #include "stalldx/record/sampling.h"
 
@@ -52,6 +55,13 @@ Status request_capture(std::int64_t pid, std::int64_t steps, CaptureRequest& out
       }
   if (dir.empty())
     return Status::invalid(fmt::format("process {} is not recorded (start it under stalldx record --on-demand -- CMD)", pid));
+  // The folder comes from the other process's environment: only a parts folder of a record gets the
+  // request (a real folder, not a link, named as record names them or holding part files).
+  struct stat st{};
+  const std::string name = std::filesystem::path(dir).filename().string();
+  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
+      (name.rfind(record::kPartsFolderPrefix, 0) != 0 && record::count_part_files(dir) == 0))
+    return Status::invalid(fmt::format("process {}: its {} ('{}') is not a stalldx parts folder; nothing written", out.pid, record::kRecordDirEnv, dir));
   (void)environ_value(out.pid, record::kSampleEnv, out.plan);
   if (out.plan.empty())
     return Status::invalid(fmt::format("process {} records every step's device activity already (its record has no "

@@ -183,7 +183,7 @@ Status run_record(const RecordOptions& o, RecordResult& r, const StopFlag* stop)
   if (Status c = claim.claim(r.trace_path); !c.is_ok()) return c;
   // The parts directory beside the trace (same file system, removed after the merge).
   const fs::path trace_dir = fs::absolute(fs::path(o.trace)).parent_path();
-  std::string tmpl = (trace_dir / ".stalldx-record-XXXXXX").string();
+  std::string tmpl = (trace_dir / (std::string(record::kPartsFolderPrefix) + "XXXXXX")).string();
   if (mkdtemp(tmpl.data()) == nullptr)
     return Status::io(fmt::format("record: cannot create a parts directory in {}: {}", trace_dir.string(), std::strerror(errno)));
   r.parts_dir = tmpl;

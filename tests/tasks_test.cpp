@@ -1,14 +1,22 @@
 // The procedures behind sweep and eval, called as libraries: resume refuses incomparable options,
 // paths with quotes and spaces work, children are spawned without a shell and stopped on request.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <thread>
 
 #include "stalldx/datasets/generator.h"
+#include "stalldx/record/part_format.h"
+#include "stalldx/record/sampling.h"
+#include "stalldx/tasks/capture.h"
 #include "stalldx/tasks/child_process.h"
 #include "stalldx/tasks/eval.h"
 #include "stalldx/tasks/sweep.h"
@@ -147,6 +155,37 @@ TEST_F(FullDisk, DatasetFailsAndStaysMarkedIncomplete) {
   EXPECT_EQ(st.code(), Status::Code::io_error) << st.message();
   EXPECT_TRUE(std::filesystem::exists(o.root + "/.stalldx-incomplete"));
   EXPECT_FALSE(std::filesystem::exists(o.root + "/manifest.tsv"));
+}
+
+// `capture PID` writes where PID's environment says (STALLDX_RECORD_DIR): only into a parts folder of a
+// record. Before, any folder a process named got a file 'capture' renamed over whatever was there.
+TEST(CaptureTask, OnlyARecordsPartsFolderGetsTheRequest) {
+  const std::string dir = temp_dir("capture");
+  const std::string plain = dir + "/plain";
+  std::filesystem::create_directories(plain);
+  write_file(plain + "/capture", "theirs");
+  const pid_t child = fork();
+  if (child == 0) {
+    ::setenv(record::kRecordDirEnv, plain.c_str(), 1);
+    ::setenv(record::kSampleEnv, "on-demand", 1);
+    execlp("sleep", "sleep", "30", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  ASSERT_GT(child, 0);
+  // Ready once its environment (after exec) names the folder.
+  for (int i = 0; i < 5000; ++i) {
+    std::ifstream in(fmt::format("/proc/{}/environ", child), std::ios::binary);
+    const std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (env.find(plain) != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  CaptureRequest r;
+  const Status st = request_capture(child, 3, r);
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  EXPECT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("is not a stalldx parts folder"), std::string::npos) << st.message();
+  EXPECT_EQ(read_file(plain + "/capture"), "theirs");
 }
 
 TEST(ChildProcess, ExitCodesPassAndAStopSignalsTheChild) {

@@ -335,7 +335,7 @@ TEST(RecordSample, OnDemandRecordsNothingUntilCaptureAsksThenTheNextSteps) {
   std::string windows;
   for (int i = 0; i < 12000 && windows.find("detach") == std::string::npos; ++i) {
     for (const auto& e : std::filesystem::directory_iterator(dir))
-      if (e.path().filename().string().rfind(".stalldx-record-", 0) == 0) windows = stalldx::testing::read_file((e.path() / (pid + ".windows")).string());
+      if (e.path().filename().string().rfind(kPartsFolderPrefix, 0) == 0) windows = stalldx::testing::read_file((e.path() / (pid + ".windows")).string());
     if (windows.find("detach") == std::string::npos) rec.wait_for_line("done", std::chrono::seconds(1));
   }
   ASSERT_NE(windows.find("detach"), std::string::npos) << rec.stderr_text();

@@ -53,7 +53,8 @@ std::size_t count_part_files(const std::string& dir) {
   std::size_t n = 0;
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) return 0;
-  while (const dirent* e = ::readdir(d)) n += is_part_file_name(e->d_name) ? 1 : 0;
+  // A recorded process's own files (<pid>.…): a capture request alone is no recording.
+  while (const dirent* e = ::readdir(d)) n += std::isdigit(static_cast<unsigned char>(e->d_name[0])) && is_part_file_name(e->d_name) ? 1 : 0;
   ::closedir(d);
   return n;
 }

@@ -69,7 +69,7 @@ Status merge_parts(const std::string& dir, const RoleMap& roles, const MergeOpti
 // Is `name` (a file name) one of the parts format's (part_format.h), or a temporary file of its writers
 // (a part's name + ".partial-XXXXXX", ".capture-XXXXXX")?
 bool is_part_file_name(std::string_view name);
-// The files of `dir` with such names.
+// The files of `dir` that a recorded process wrote (<pid>.…, such names).
 std::size_t count_part_files(const std::string& dir);
 // Removes the part files of `dir` (regular files of those names only, never through a link), then the
 // folder itself if nothing else is in it. Returns the entries left (files not of the format's: they

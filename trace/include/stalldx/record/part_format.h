@@ -27,6 +27,8 @@ inline constexpr std::uint64_t kPartMagic = 0x31746170786c6c73ull;  // "sllxpat1
 inline constexpr std::uint32_t kPartVersion = 3;
 inline constexpr std::uint32_t kPartRangeCapacity = 1u << 20;  // per thread; beyond it ranges are dropped, or a ring wraps (PartHeader)
 inline constexpr const char* kRecordDirEnv = "STALLDX_RECORD_DIR";
+// The parts folder `record` makes beside the trace: this prefix + six characters of mkdtemp's.
+inline constexpr std::string_view kPartsFolderPrefix = ".stalldx-record-";
 // Records a part holds, when smaller than kPartRangeCapacity (>= 1024): for tests of the ring and the cap.
 inline constexpr const char* kPartCapacityEnv = "STALLDX_PART_CAPACITY";
 // `record --step` and `--roles`, for the injection's live step marks under --sample (sampling.h).
