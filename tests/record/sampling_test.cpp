@@ -105,6 +105,7 @@ TEST(WindowMarks, PairsEdgesClosesTheOpenOneAndSkipsCutLines) {
       "attach\t1\t8000\t7\n"
       "detach\t1\t9000\t9\n"
       "attach\t2\t12000\t12\n"
+      "detach\t3\t12500\t9223372036854775807\n"  // forged: no step of a run
       "detach\t2\t130";  // cut by a kill
   const WindowMarks m = parse_window_marks(text, 42, 20000);
   ASSERT_TRUE(m.plan);

@@ -113,7 +113,9 @@ WindowMarks parse_window_marks(std::string_view text, std::int64_t pid, std::int
     std::int64_t n = 0, ns = 0, step = -1;
     if (f.size() != 4 || !number(f[1], n) || !number(f[2], ns) || ns <= 0) continue;
     const bool edge = f[0] == "attach" || f[0] == "detach";
-    if (edge && number(f[3], step) && step >= 0) {
+    // A step number as a run counts them (under 10^15, as step names' numbers): a forged one cannot
+    // overflow the step ids made from it.
+    if (edge && number(f[3], step) && step >= 0 && step < kMaxStepNumber) {
       out.stepped = true;
       out.steps.push_back({ns, step});
     }

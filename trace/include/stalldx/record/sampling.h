@@ -86,8 +86,8 @@ struct DeviceWindow {
   bool operator==(const DeviceWindow&) const = default;
 };
 
-// One process's <pid>.windows file (part_format.h): its windows by number, an unclosed one ending at
-// `end_ns`, and the plan it ran under. Lines cut by a kill or not understood are skipped.
+// Step numbers a mark may carry (a forged larger one is not read: ids made from it cannot overflow).
+inline constexpr std::int64_t kMaxStepNumber = 1'000'000'000'000'000;
 // A window edge placed at a step boundary: the step that began at `begin_ns` was the run's `step`-th
 // (counted from 0, as the process saw steps live) — how a trace that begins mid-run (a long run's
 // rings) numbers its steps as the run did.
@@ -95,6 +95,8 @@ struct StepMark {
   std::int64_t begin_ns = 0, step = 0;
   bool operator==(const StepMark&) const = default;
 };
+// One process's <pid>.windows file (part_format.h): its windows by number, an unclosed one ending at
+// `end_ns`, and the plan it ran under. Lines cut by a kill or not understood are skipped.
 struct WindowMarks {
   std::vector<std::pair<std::int64_t, DeviceWindow>> windows;  // (window number, span), in file order
   std::optional<SamplePlan> plan;
