@@ -25,11 +25,22 @@ Action add_eval_command(CLI::App& app) {
   sub->add_flag("--against-native", o->against_native,
                 "with --record: also run each scenario natively and report per-step agreement of the two verdicts (agreement.txt)");
   sub->add_option("--record-args", o->record_args, "with --record: options for `stalldx record` (one string: \"--sample 5/20\")");
+  auto view = std::make_shared<std::string>();
+  sub->add_option("--sampled-view", *view,
+                  "also diagnose each trace as a recording sampled by this plan (K/N, K/N+F) would have seen it, and report per-step "
+                  "agreement with the full diagnosis on the same steps (agreement-sampled-view.txt)");
   sub->add_option("--min-accuracy", o->min_accuracy, "fail (exit 1) when a scenario scores below this")
       ->capture_default_str()->check(finite_in(0.0, 1.0));
   sub->add_flag("--json", *json, "print the results as JSON");
-  return [o, json] {
+  return [o, json, view] {
     if (o->against_native && !o->record) return fail("eval", Status::invalid("--against-native needs --record"));
+    if (!view->empty()) {
+      record::SamplePlan plan;
+      std::string error;
+      if (!record::SamplePlan::parse(*view, plan, error) || !plan.samples() || plan.on_demand)
+        return fail_input("eval", Status::invalid(fmt::format("--sampled-view {}: {}", *view, error.empty() ? "a plan that samples: K/N or K/N+F" : error)));
+      o->sampled_view = plan;
+    }
     std::error_code ec;
     o->stalldx = std::filesystem::read_symlink("/proc/self/exe", ec).string();
     if (ec) return fail("eval", Status::internal("cannot find this executable (/proc/self/exe)"));
@@ -41,7 +52,7 @@ Action add_eval_command(CLI::App& app) {
       note("stalldx eval: interrupted: nothing in {} was replaced (the previous results, if any, stand)\n", o->out);
       return stop_flag().exit_code();
     }
-    if (!print_checked("eval", *json ? r.confusion_json + "\n" : r.confusion_text + r.agreement_text)) return 1;
+    if (!print_checked("eval", *json ? r.confusion_json + "\n" : r.confusion_text + r.agreement_text + r.view_text)) return 1;
     return r.failures.empty() ? 0 : 1;
   };
 }

@@ -28,7 +28,7 @@
 #   gpu-h200.sh samplecost  where --sample's cost goes: native / NVTX only / CUPTI never started / one window / 5/100 / finalized
 #   gpu-h200.sh detach    native / `--sample 5/100` (CUPTI finalized between windows) pairs on example 2; a crash's stack kept
 #   gpu-h200.sh windowcost  example 2 per step around each window of --sample 5/50 (finalized between or not)
-#   gpu-h200.sh samplematrix  the scenario matrix natively and under `record --sample 3/6`, per-step agreement (in windows too)
+#   gpu-h200.sh samplematrix  the scenario matrix natively and under `record --sample 3/6`, per-step agreement (in windows too; and the native traces seen sampled)
 #   gpu-h200.sh ddp       torchrun --nproc-per-node 2 DDP ResNet-50 (gloo), rank 1 with slow reads / balanced: under record
 #                         and as torch.profiler traces, each diagnosed across ranks
 #   gpu-h200.sh devicebound  example 2's device-bound case at 448/384/320 px: verdicts, and the long CUDA calls of 448's stalled steps
@@ -238,8 +238,9 @@ windowcost)  # where a window's cost lands on example 2: per-step start-to-start
   ;;
 samplematrix)  # ONLY="a|b": those scenarios alone; KEEP=1: their traces and logs come back (evs.tgz)
   grep -v -E "^seed-long\b" ${SCENARIOS:-configs/scenarios-h200.tsv} | grep -E "^(#|${ONLY:-[a-z]})" > /tmp/matrix.tsv
-  stalldx eval /tmp/matrix.tsv --record --record-args "${MATRIX_REC_ARGS:---sample 3/6}" --against-native --out /tmp/evs --min-accuracy 0 > "$OUT/eval-sampled.txt" 2>&1
+  stalldx eval /tmp/matrix.tsv --record --record-args "${MATRIX_REC_ARGS:---sample 3/6}" --against-native --sampled-view 3/6 --out /tmp/evs --min-accuracy 0 > "$OUT/eval-sampled.txt" 2>&1
   cp /tmp/evs/agreement.txt "$OUT/agreement-sampled.txt" 2>/dev/null
+  cat /tmp/evs/agreement-sampled-view.txt >> "$OUT/agreement-sampled.txt" 2>/dev/null  # the native traces seen sampled: same steps, same run
   if [ -n "${KEEP:-}" ]; then  # each trace's per-step diagnosis, and the sampled traces (the native ones are large)
     for f in /tmp/evs/*.json; do echo "== $f"; stalldx diagnose --warmup 3 "$f" | cut -c1-260; done > "$OUT/evs-diagnoses.txt" 2>&1
     (cd /tmp/evs && tar czf "$OUT/evs-sampled.tgz" $(ls *.json | grep -v native) *.log)

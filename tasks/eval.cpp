@@ -182,6 +182,7 @@ class Evaluation {
     const diagnose::Report rep = diagnose::diagnose(t, th);
     result_.scores.push_back(diagnose::score(s.name, rep, s.expect));
     if (compare) compare_with_native(s, native, rep);
+    if (o_.sampled_view) compare_with_view(s, compare ? native : t, compare ? diagnose::Thresholds{} : th);  // a full trace: the native one
     if (o_.keep_steps > 0) {
       if (Status ws = write_trace_file(diagnose::trim_steps(t, o_.keep_steps), fmt::format("{}/{}.trimmed.json", stage_, s.name)); !ws.is_ok())
         return ws;
@@ -221,6 +222,24 @@ class Evaluation {
                                              100 * a.rate, 100 * o_.min_accuracy));
   }
 
+  // The same trace seen as the sampled plan would have recorded it, diagnosed, against its full
+  // diagnosis: every steady step, and those carried from a window or judged from host records alone.
+  void compare_with_view(const Scenario& s, const Trace& t, const diagnose::Thresholds& th) {
+    const diagnose::Report rep = diagnose::diagnose(t, th);
+    const diagnose::Report view = diagnose::diagnose(record::sampled_view(t, *o_.sampled_view), th);
+    result_.view_agreements.push_back(diagnose::agreement(s.name, rep, view));
+    const diagnose::Agreement& a = result_.view_agreements.back();
+    diagnose::Report outside = view;
+    std::erase_if(outside.steps, [](const diagnose::StepDiagnosis& st) { return st.basis == diagnose::StepBasis::device; });
+    const diagnose::Agreement o = diagnose::agreement(s.name, rep, outside);
+    result_.view_text += fmt::format("  {:<28} {:>3} of {:>3} steady steps agree ({:.0f}%) | outside the windows {} of {} ({:.0f}%){}\n", a.name,
+                                     a.same, a.steps, 100 * a.rate, o.same, o.steps, o.steps ? 100 * o.rate : 100.0,
+                                     a.differ.empty() ? "" : "; " + a.differ.front() + (a.differ.size() > 1 ? ", ..." : ""));
+    if (a.rate < o_.min_accuracy)
+      result_.failures.push_back(fmt::format("scenario {}: its sampled view ({}) agrees with the full diagnosis on {:.0f}% of steps (< {:.0f}%)",
+                                             s.name, o_.sampled_view->text(), 100 * a.rate, 100 * o_.min_accuracy));
+  }
+
   // The tables written into the staging folder, then every staged file moved into --out (one rename
   // each, same file system).
   Status publish() {
@@ -231,6 +250,12 @@ class Evaluation {
     if (!result_.agreement_text.empty()) {
       result_.agreement_text = "accuracy natively and under record, and per-step agreement of the two verdicts:\n" + result_.agreement_text;
       if (Status st = write_file_atomic(stage_ + "/agreement.txt", result_.agreement_text); !st.is_ok()) return st;
+    }
+    if (!result_.view_text.empty()) {
+      result_.view_text = fmt::format("the same traces seen as a recording sampled {} ({}) would have seen them, per step against the "
+                                      "full diagnosis (native marks the full one, recorded the sampled view):\n",
+                                      o_.sampled_view->text(), o_.sampled_view->words()) + result_.view_text;
+      if (Status st = write_file_atomic(stage_ + "/agreement-sampled-view.txt", result_.view_text); !st.is_ok()) return st;
     }
     if (Status st = write_file_atomic(stage_ + "/eval.html", diagnose::eval_html(result_.scores)); !st.is_ok()) return st;
     std::error_code ec;

@@ -95,12 +95,16 @@ TEST(EvalTask, PathsWithQuotesAndSpacesReachTheChildIntact) {
   o.out = dir + "/out put";
   o.data = small_dataset();
   o.min_accuracy = 0;
+  o.sampled_view = record::SamplePlan{0, 1, 2};
   EvalResult r;
   const Status st = run_eval(o, r);
   ASSERT_TRUE(st.is_ok()) << st.message();
   ASSERT_EQ(r.scores.size(), 1u) << (r.failures.empty() ? "" : r.failures[0]);
   EXPECT_TRUE(r.failures.empty());
   EXPECT_TRUE(std::filesystem::exists(o.out + "/consumer.json"));
+  ASSERT_EQ(r.view_agreements.size(), 1u) << "the trace also seen sampled 1/2";
+  EXPECT_GT(r.view_agreements[0].steps, 0);
+  EXPECT_NE(read_file(o.out + "/agreement-sampled-view.txt").find("consumer"), std::string::npos);
   EXPECT_NE(read_file(o.out + "/confusion.txt").find("consumer"), std::string::npos);
   o.only = "nope";
   EXPECT_EQ(run_eval(o, r).code(), Status::Code::invalid_argument);

@@ -129,6 +129,46 @@ TEST(WindowMarks, PairsEdgesClosesTheOpenOneAndSkipsCutLines) {
   EXPECT_EQ(m.steps, (std::vector<StepMark>{{5000, 4}, {8000, 7}, {9000, 9}, {12000, 12}})) << "the start's edge (-1) is no step's";
 }
 
+// A full recording seen as a 2/4 plan would have recorded it: calls made in the windows (steps 0-1,
+// 4-5, 8-9) and the device work they launched — even where it ran after the window closed — and
+// nothing else of the device's; the windows in the metadata, as the recorder marks them.
+TEST(SampledView, KeepsTheCallsOfTheWindowsStepsAndTheirWork) {
+  Trace t;
+  t.threads.push_back(ThreadInfo{0, 1, "main"});
+  const std::int64_t ms = 1'000'000;
+  const auto launch = t.intern("cudaLaunchKernel"), k = t.intern("kernel");
+  for (std::int64_t s = 0; s < 12; ++s) {
+    const std::int64_t b = (1 + s) * 10 * ms;
+    t.ranges.push_back({b, b + 10 * ms, 0, t.intern("step"), Role::step});
+    t.calls.push_back({b + ms, b + 2 * ms, 0, launch, static_cast<std::uint64_t>(s + 1)});
+    DeviceActivity a;
+    a.kind = ActivityKind::kernel;
+    a.name = k;
+    a.correlation = static_cast<std::uint64_t>(s + 1);
+    a.begin_ns = b + 3 * ms;
+    a.end_ns = b + 12 * ms;  // runs into the next step
+    t.activities.push_back(a);
+  }
+  assign_steps(t);
+  const Trace v = sampled_view(t, SamplePlan{0, 2, 4});
+  std::vector<std::int64_t> call_steps, work_steps;
+  for (const RuntimeCall& c : v.calls) call_steps.push_back(c.step);
+  for (const DeviceActivity& a : v.activities) work_steps.push_back(a.step);
+  EXPECT_EQ(call_steps, (std::vector<std::int64_t>{0, 1, 4, 5, 8, 9}));
+  EXPECT_EQ(work_steps, call_steps) << "a window's work is kept where it ran after the window";
+  EXPECT_EQ(v.ranges.size(), t.ranges.size());
+  const auto windows = device_windows(v.meta);
+  ASSERT_TRUE(windows);
+  ASSERT_EQ(windows->size(), 3u);
+  EXPECT_EQ((*windows)[1], (DeviceWindow{50 * ms, 70 * ms, 1})) << "from step 4's begin to step 6's";
+  diagnose::Thresholds th;
+  th.warmup_steps = 0;
+  const diagnose::Report rep = diagnose::diagnose(v, th);
+  EXPECT_TRUE(rep.coverage.sampled);
+  EXPECT_EQ(rep.steps.size(), 12u);
+  EXPECT_EQ(sampled_view(t, SamplePlan{}).calls.size(), t.calls.size()) << "a plan that does not sample keeps everything";
+}
+
 // A trace that begins mid-run (a long run's rings): unnumbered steps take the run's numbers from the
 // first live mark that begins where a kept step does; a wait without a payload then names that batch.
 TEST(WindowMarks, ATraceThatBeginsMidRunNumbersItsStepsAsTheRunDid) {

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "stalldx/diagnose/evaluation.h"
+#include "stalldx/record/sampling.h"
 #include "stalldx/status.h"
 #include "stalldx/stop.h"
 
@@ -37,6 +39,10 @@ struct EvalOptions {
   bool against_native = false;
   // With `record`: `stalldx record`'s own options for every scenario ("--sample 5/20"), split at spaces.
   std::string record_args;
+  // Each scenario's full trace (the native one under against_native) also seen as a recording sampled
+  // by this plan would have seen it (record::sampled_view), that diagnosis compared with the full one
+  // on the same steps.
+  std::optional<record::SamplePlan> sampled_view;
 };
 
 struct EvalResult {
@@ -47,6 +53,8 @@ struct EvalResult {
   bool interrupted = false;
   std::string confusion_text, confusion_json;
   std::string agreement_text;                      // one line per scenario (against_native), else empty
+  std::vector<diagnose::Agreement> view_agreements;  // sampled_view: full vs its sampled view, per scenario
+  std::string view_text;                           // one line per scenario (sampled_view), else empty
 };
 
 // Errors: invalid_argument (bad list), io_error (results not written). A scenario that fails or scores

@@ -116,4 +116,12 @@ void set_device_windows(TraceMeta& meta, const SamplePlan& plan, const std::vect
 // had device records). Malformed entries are skipped and counted in `bad`.
 std::optional<std::vector<DeviceWindow>> device_windows(const TraceMeta& meta, std::size_t* bad = nullptr);
 
+// The trace a sampled recording of the same run would have given: CUDA calls kept only inside the
+// windows `plan` opens over `full`'s steps (from a recorded step's begin to the next unrecorded step's;
+// from the start when the plan starts full), with the device work they launched, whenever it ran;
+// device work without a call kept by when it began; the windows in the metadata. The steps must be
+// assigned (merge.h assign_steps). Its diagnosis against `full`'s, step by step, measures the sampled
+// rules on the very same steps — free of what differs between two runs (`eval --sampled-view`).
+Trace sampled_view(const Trace& full, const SamplePlan& plan);
+
 }  // namespace stalldx::record
