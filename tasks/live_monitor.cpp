@@ -2,7 +2,9 @@
 
 #include <time.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 
 #include "stalldx/diagnose/live.h"
 #include "stalldx/clock.h"
@@ -19,7 +21,7 @@ constexpr std::int64_t kMarginNs = 30'000'000'000;
 LiveMonitor::LiveMonitor(const RecordOptions& options, std::string parts_dir) : o_(options), dir_(std::move(parts_dir)) {
   if (o_.live_s <= 0) return;
   started_ns_ = monotonic_ns();
-  if (!o_.live_json.empty()) json_ = std::fopen(o_.live_json.c_str(), "ae");
+  if (!o_.live_json.empty() && (json_ = std::fopen(o_.live_json.c_str(), "ae")) == nullptr) json_error_ = std::strerror(errno);
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -65,8 +67,13 @@ void LiveMonitor::one_line(std::int64_t since_ns, std::int64_t now_ns) {
   if (o_.live) o_.live(diagnose::live_text(line));
   if (json_ != nullptr) {
     const std::string j = diagnose::live_json(line) + "\n";
-    std::fwrite(j.data(), 1, j.size(), json_);
-    std::fflush(json_);
+    if (std::fwrite(j.data(), 1, j.size(), json_) != j.size() || std::fflush(json_) != 0) {
+      if (json_error_.empty()) json_error_ = std::strerror(errno);
+      ++json_lost_;
+      std::clearerr(json_);
+    }
+  } else if (!o_.live_json.empty()) {
+    ++json_lost_;
   }
   ++lines_;
 }

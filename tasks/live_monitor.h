@@ -24,6 +24,9 @@ class LiveMonitor {
   LiveMonitor& operator=(const LiveMonitor&) = delete;
   void stop();
   int lines() const { return lines_; }
+  // --live-json lines that could not be written (the file not opened, a full disk), and why (the first).
+  int json_lost() const { return json_lost_; }
+  const std::string& json_error() const { return json_error_; }
 
  private:
   void loop();
@@ -37,6 +40,8 @@ class LiveMonitor {
   std::condition_variable wake_;
   bool stopping_ = false;
   int lines_ = 0;
+  int json_lost_ = 0;
+  std::string json_error_;
   std::int64_t next_step_ = 0;  // steps reported so far: the next line's first step
   std::thread thread_;
 };

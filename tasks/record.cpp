@@ -213,6 +213,8 @@ Status run_record(const RecordOptions& o, RecordResult& r, const StopFlag* stop)
   const Status st = run_child(o.command, co, r.child, stop);
   live.stop();
   r.live_lines = live.lines();
+  r.live_json_lost = live.json_lost();
+  r.live_json_error = live.json_error();
   const std::int64_t ended = monotonic_ns();
   if (!st.is_ok()) {
     r.start_error = st.message();
@@ -290,6 +292,8 @@ std::string record_summary_text(const RecordResult& r) {
   for (const std::int64_t pid : r.outlived)
     s += fmt::format("  pid {} was still running when the command ended (a daemon?): what it recorded after that is not in the trace\n", pid);
   if (!r.disk_full.empty()) s += fmt::format("  the recording ran out of space ({}): ranges past that point were dropped\n", r.disk_full);
+  if (r.live_json_lost > 0)
+    s += fmt::format("  --live-json: {} of {} live lines not written ({})\n", r.live_json_lost, r.live_lines, r.live_json_error);
   if (r.merged_only) s += fmt::format("  merged from {} (the command's status is not known here)\n", r.parts_dir);
   else if (r.child.exited) s += fmt::format("  command exited with code {}\n", r.child.code);
   else s += fmt::format("  command was killed by signal {} ({}){}\n", r.child.signal, strsignal(r.child.signal),

@@ -4,6 +4,7 @@
 // apart), a folder left behind merges later, a process outliving the command is named, and ranks of an
 // MPI launch write one trace each. Every wait is on a line the programs print — no fixed sleep.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/mount.h>
 #include <unistd.h>
 
@@ -181,6 +182,41 @@ TEST(RecordProcessControl, AFullDiskNeverKillsTheCommandAndItsStatusIsPassedOn) 
   EXPECT_NE(run.log.find("the recording failed"), std::string::npos) << run.log;
   EXPECT_NE(run.log.find("ranges dropped"), std::string::npos) << run.log;
   umount2(dir.c_str(), MNT_DETACH);
+}
+
+// --live-json on a disk that fills while the program runs: the lines that could not be written are
+// counted and said, never dropped in silence (the live lines on stderr go on).
+TEST(RecordProcessControl, LiveJsonLinesLostToAFullDiskAreCounted) {
+  const std::string dir = stalldx::testing::temp_dir("rec-live-full");
+  const std::string disk = dir + "/disk";
+  fs::create_directories(disk);
+  if (mount("tmpfs", disk.c_str(), "tmpfs", 0, "size=256k") != 0) GTEST_SKIP() << "cannot mount a small tmpfs here (needs root): " << std::strerror(errno);
+  Spawned rec({STALLDX_BINARY, "record", "--live", "1", "--live-json", disk + "/live.jsonl", "--trace", dir + "/t.json", "--", NVTX_LOOP,
+               "--steps", "100000", "--workers", "1", "--read-ms", "5"});
+  ASSERT_TRUE(rec.wait_for_line("stalldx live")) << rec.stderr_text();
+  {  // the disk fills up (the first line is written), the JSON file's last page too
+    std::ofstream filler(disk + "/filler", std::ios::binary);
+    const std::string block(4096, 'x');
+    while (filler.write(block.data(), static_cast<std::streamsize>(block.size())) && filler.flush()) {
+    }
+    const int fd = ::open((disk + "/live.jsonl").c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    while (::write(fd, "\n", 1) == 1) {
+    }
+    ::close(fd);
+  }
+  const auto lines = [&] {
+    std::size_t n = 0;
+    for (std::size_t at = 0; (at = rec.stderr_text().find("stalldx live", at)) != std::string::npos; ++at) ++n;
+    return n;
+  };
+  const std::size_t before = lines();
+  while (lines() < before + 2) ASSERT_TRUE(rec.wait_for_line("stalldx live")) << rec.stderr_text();
+  rec.signal(SIGINT);
+  double secs = 0;
+  rec.wait_exit(secs);
+  EXPECT_NE(rec.stderr_text().find("live lines not written (No space left on device)"), std::string::npos) << rec.stderr_text();
+  umount2(disk.c_str(), MNT_DETACH);
 }
 
 TEST(RecordProcessControl, AProcessThatOutlivesTheCommandIsNamed) {

@@ -67,6 +67,8 @@ struct RecordResult {
   std::vector<std::int64_t> outlived;  // recorded processes still running when CMD ended (daemons)
   std::string disk_full;               // the parts folder's file system had (almost) no space left: what it had
   int live_lines = 0;                  // live lines reported while CMD ran
+  int live_json_lost = 0;              // of them, not written to --live-json (why: live_json_error)
+  std::string live_json_error;
   // CMD launched ranks (`record -- mpirun -np N prog`, `record -- torchrun ...`): one trace per rank beside
   // trace_path (X.rankR.json), each rank's own verdicts (a line each) and the cross-rank report. Empty:
   // not a job of several ranks (or `record` itself was started as one of them).
