@@ -181,8 +181,9 @@ class Evaluation {
     }
     const diagnose::Report rep = diagnose::diagnose(t, th);
     result_.scores.push_back(diagnose::score(s.name, rep, s.expect));
-    if (compare) compare_with_native(s, native, rep);
-    if (o_.sampled_view) compare_with_view(s, compare ? native : t, compare ? diagnose::Thresholds{} : th);  // a full trace: the native one
+    const diagnose::Report native_rep = compare ? compare_with_native(s, native, rep) : diagnose::Report{};
+    if (o_.sampled_view && compare) compare_with_view(s, native, native_rep, diagnose::Thresholds{});  // a full trace: the native one
+    else if (o_.sampled_view) compare_with_view(s, t, rep, th);
     if (o_.keep_steps > 0) {
       if (Status ws = write_trace_file(diagnose::trim_steps(t, o_.keep_steps), fmt::format("{}/{}.trimmed.json", stage_, s.name)); !ws.is_ok())
         return ws;
@@ -202,7 +203,8 @@ class Evaluation {
 
   // The native run's verdicts against the recorded ones, step by step (and inside device windows alone,
   // the sampled recording's claim): one line of the agreement table, a failure under --min-accuracy.
-  void compare_with_native(const Scenario& s, const Trace& native, const diagnose::Report& rep) {
+  // Returns the native run's diagnosis.
+  diagnose::Report compare_with_native(const Scenario& s, const Trace& native, const diagnose::Report& rep) {
     const diagnose::Report native_rep = diagnose::diagnose(native, diagnose::Thresholds{});
     result_.native_scores.push_back(diagnose::score(s.name, native_rep, s.expect));
     result_.agreements.push_back(diagnose::agreement(s.name, native_rep, rep));
@@ -220,12 +222,13 @@ class Evaluation {
     if (a.rate < o_.min_accuracy)
       result_.failures.push_back(fmt::format("scenario {}: recorded and native verdicts agree on {:.0f}% of steps (< {:.0f}%)", s.name,
                                              100 * a.rate, 100 * o_.min_accuracy));
+    return native_rep;
   }
 
-  // The same trace seen as the sampled plan would have recorded it, diagnosed, against its full
-  // diagnosis: every steady step, and those carried from a window or judged from host records alone.
-  void compare_with_view(const Scenario& s, const Trace& t, const diagnose::Thresholds& th) {
-    const diagnose::Report rep = diagnose::diagnose(t, th);
+  // The full trace `t` (diagnosed as `rep` with `th`) seen as the sampled plan would have recorded it,
+  // diagnosed, against `rep`: every steady step, and those carried from a window or judged from host
+  // records alone.
+  void compare_with_view(const Scenario& s, const Trace& t, const diagnose::Report& rep, const diagnose::Thresholds& th) {
     const diagnose::Report view = diagnose::diagnose(record::sampled_view(t, *o_.sampled_view), th);
     result_.view_agreements.push_back(diagnose::agreement(s.name, rep, view));
     const diagnose::Agreement& a = result_.view_agreements.back();
