@@ -38,7 +38,7 @@ Action add_eval_command(CLI::App& app) {
       record::SamplePlan plan;
       std::string error;
       if (!record::SamplePlan::parse(*view, plan, error) || !plan.samples() || plan.on_demand)
-        return fail_input("eval", Status::invalid(fmt::format("--sampled-view {}: {}", *view, error.empty() ? "a plan that samples: K/N or K/N+F" : error)));
+        return fail_input("eval", Status::invalid(error.empty() ? fmt::format("--sampled-view {}: a plan that samples: K/N or K/N+F", *view) : "--sampled-view " + error));
       o->sampled_view = plan;
     }
     std::error_code ec;

@@ -106,7 +106,7 @@ Action add_record_command(CLI::App& app, const std::vector<std::string>& command
     if (a->sample_opt->count() > 0) {
       std::string error;
       if (!record::SamplePlan::parse(a->sample.empty() ? "auto" : a->sample, a->options.sample, error))
-        return fail_input("record", Status::invalid(error));
+        return fail_input("record", Status::invalid("--sample " + error));
     }
     if (a->live_opt->count() == 0 && (a->options.sample.samples() || !a->options.live_json.empty())) a->options.live_s = 30;
     a->options.live = [](const std::string& line) { note("{}\n", line); };

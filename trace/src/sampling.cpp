@@ -31,19 +31,19 @@ bool SamplePlan::parse(std::string_view text, SamplePlan& out, std::string& erro
   std::string_view rest = text;
   if (const auto plus = rest.find('+'); plus != std::string_view::npos) {
     if (!number(rest.substr(plus + 1), p.full) || p.full < 0) {
-      error = fmt::format("--sample {}: the number after '+' (full steps first) must be a whole number >= 0", text);
+      error = fmt::format("{}: the number after '+' (full steps first) must be a whole number >= 0", text);
       return false;
     }
     rest = rest.substr(0, plus);
   }
   const auto slash = rest.find('/');
   if (slash == std::string_view::npos || !number(rest.substr(0, slash), p.window) || !number(rest.substr(slash + 1), p.period)) {
-    error = fmt::format("--sample {}: expected K/N (K steps recorded in every N), K/N+F (after F full steps), 'auto' ({}), 'on-demand' or 'full'",
+    error = fmt::format("{}: expected K/N (K steps recorded in every N), K/N+F (after F full steps), 'auto' ({}), 'on-demand' or 'full'",
                         text, kAutoPlan);
     return false;
   }
   if (p.window < 1 || p.period < p.window || p.period > 1'000'000'000) {
-    error = fmt::format("--sample {}: K/N needs 1 <= K <= N", text);
+    error = fmt::format("{}: K/N needs 1 <= K <= N", text);
     return false;
   }
   out = p;

@@ -22,7 +22,7 @@ struct SamplePlan {
   bool on_demand = false;  // `record --on-demand`: no device records until `stalldx capture` asks
 
   // "K/N" (K steps in every N), "K/N+F" (after F full steps), "full", "auto" (kAutoPlan) or "on-demand".
-  // False with a message naming what is wrong.
+  // False with a message "TEXT: what is wrong" (the caller names its option: --sample, --sampled-view).
   static bool parse(std::string_view text, SamplePlan& out, std::string& error);
   std::string text() const;   // the parse() form: "5/100+50"
   std::string words() const;  // for people: "every step for the first 50 steps, then 5 steps in every 100"
