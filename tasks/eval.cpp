@@ -36,6 +36,25 @@ bool safe_file_stem(const std::string& name) {
 }
 }  // namespace
 
+namespace {
+// A scenario's config as the list names it: an absolute path, or a relative one from the current folder,
+// else from the list's folder or the nearest folder above it where it exists (configs/scenarios-cpu.tsv
+// names configs/scenarios-cpu/x.toml from the repository's root). `config` becomes the path found.
+bool find_config(const std::string& list, std::string& config) {
+  std::error_code ec;
+  if (fs::exists(config, ec)) return true;
+  if (fs::path(config).is_absolute()) return false;
+  for (fs::path dir = fs::absolute(list, ec).parent_path(); !ec && !dir.empty(); dir = dir.parent_path()) {
+    if (fs::exists(dir / config, ec)) {
+      config = (dir / config).string();
+      return true;
+    }
+    if (dir == dir.root_path()) break;
+  }
+  return false;
+}
+}  // namespace
+
 Status load_scenarios(const std::string& path, std::vector<Scenario>& out) {
   out.clear();
   std::ifstream in(path);
@@ -55,7 +74,9 @@ Status load_scenarios(const std::string& path, std::vector<Scenario>& out) {
                                          "not starting with '.'; at most 100)", path, lineno, to_valid_utf8(s.name)));
     if (Status st = diagnose::Expectation::parse(spec, s.expect); !st.is_ok())
       return Status::invalid(fmt::format("{}:{}: {}", path, lineno, st.message()));
-    if (!fs::exists(s.config)) return Status::invalid(fmt::format("{}:{}: config '{}' does not exist", path, lineno, s.config));
+    if (!find_config(path, s.config))
+      return Status::invalid(fmt::format("{}:{}: config '{}' does not exist (looked from the current folder, and from the list's "
+                                         "folder and those above it)", path, lineno, s.config));
     out.push_back(std::move(s));
   }
   if (out.empty()) return Status::invalid(fmt::format("no scenarios in '{}'", path));

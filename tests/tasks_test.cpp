@@ -126,6 +126,24 @@ TEST(EvalTask, ScenarioNamesThatAreNotPlainFileNamesAreRefusedWithTheLine) {
   EXPECT_TRUE(load_scenarios(dir + "/list.tsv", s).is_ok());
 }
 
+// A list run from another folder finds the configs it names as from its repository's root (the lists
+// in configs/ name configs/scenarios-cpu/x.toml). Before: "config ... does not exist" outside the root.
+TEST(EvalTask, ConfigsAreFoundFromTheListsFolderUp) {
+  const std::string dir = temp_dir("eval-up");
+  std::filesystem::create_directories(dir + "/configs/set");
+  write_file(dir + "/configs/set/c.toml", "[run]\ndevice = \"none\"\n");
+  write_file(dir + "/configs/list.tsv", "one\tconfigs/set/c.toml\tdevice-bound\ntwo\tset/c.toml\tdevice-bound\n");
+  std::vector<Scenario> s;
+  ASSERT_FALSE(std::filesystem::exists("configs/set/c.toml")) << "the test runs elsewhere";
+  const Status st = load_scenarios(dir + "/configs/list.tsv", s);
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  ASSERT_EQ(s.size(), 2u);
+  for (const Scenario& sc : s) EXPECT_TRUE(std::filesystem::equivalent(sc.config, dir + "/configs/set/c.toml")) << sc.config;
+  write_file(dir + "/configs/list.tsv", "one\tconfigs/set/missing.toml\tdevice-bound\n");
+  EXPECT_NE(load_scenarios(dir + "/configs/list.tsv", s).message().find("list.tsv:1: config 'configs/set/missing.toml' does not exist"),
+            std::string::npos);
+}
+
 // Writers on a full disk (a small tmpfs; CI runs as root): the failure is an error with a message, never
 // "results: ..." over empty files, and a dataset is left marked incomplete.
 class FullDisk : public ::testing::Test {

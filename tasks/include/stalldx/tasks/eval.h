@@ -20,7 +20,8 @@ struct Scenario {
   diagnose::Expectation expect;
 };
 
-// TSV: name<TAB>config<TAB>expected; '#' comments. Config paths are taken as written.
+// TSV: name<TAB>config<TAB>expected; '#' comments. A relative config path is found from the current
+// folder, else from the list's folder or the nearest folder above it (Scenario::config: the path found).
 Status load_scenarios(const std::string& path, std::vector<Scenario>& out);
 
 struct EvalOptions {
