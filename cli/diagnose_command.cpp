@@ -52,7 +52,7 @@ Action add_diagnose_command(CLI::App& app) {
   add_threshold_options(*sub, a->options.thresholds);
   return [a] {
     std::vector<NamedPath> files;
-    for (const std::string& t : a->options.traces) files.push_back({"the trace read", t});
+    for (const std::string& t : a->options.traces) files.push_back({"the trace read", t, false});
     files.push_back({"--svg", a->forms.svg});
     files.push_back({"--html", a->forms.html});
     if (Status st = check_distinct_files(files); !st.is_ok()) return fail_input("diagnose", st);

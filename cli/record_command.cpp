@@ -111,7 +111,7 @@ Action add_record_command(CLI::App& app, const std::vector<std::string>& command
     if (a->live_opt->count() == 0 && (a->options.sample.samples() || !a->options.live_json.empty())) a->options.live_s = 30;
     a->options.live = [](const std::string& line) { note("{}\n", line); };
     const std::string trace_path = tasks::record_trace_path(a->options);  // this rank's, under a launcher
-    if (Status st = check_distinct_files({{"--roles", a->options.roles_file}, {"--trace", trace_path}, {"--svg", a->forms.svg},
+    if (Status st = check_distinct_files({{"--roles", a->options.roles_file, false}, {"--trace", trace_path}, {"--svg", a->forms.svg},
                                           {"--html", a->forms.html}, {"--live-json", a->options.live_json}});
         !st.is_ok())
       return fail_input("record", st);

@@ -63,7 +63,7 @@ Action add_run_command(CLI::App& app) {
   sub->add_option("--html", a->html, "also write the diagnosis as one self-contained HTML page (profiled runs)");
   return [a, &app] {
     const CLI::Option* config = app.get_config_ptr();
-    if (Status st = check_distinct_files({{"--config", config != nullptr && config->count() > 0 ? config->as<std::string>() : ""},
+    if (Status st = check_distinct_files({{"--config", config != nullptr && config->count() > 0 ? config->as<std::string>() : "", false},
                                           {"--trace", a->config.trace}, {"--html", a->html}});
         !st.is_ok())
       return fail_input("run", st);

@@ -245,6 +245,8 @@ TEST(Cli, AnOutputIsNeverAnotherOfTheCommandsFiles) {
     EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
     EXPECT_NE(r.out.find("are the same file"), std::string::npos) << args << "\n" << r.out;
   }
+  EXPECT_EQ(run(fmt::format("diagnose {} {}/link.json", trace, dir)).out.find("are the same file"), std::string::npos)
+      << "two inputs may be one file (nothing is written over)";
   EXPECT_EQ(read_file(trace), t);
   EXPECT_EQ(read_file(config), c);
   EXPECT_NE(read_file(dir + "/roles.toml").find("slurp"), std::string::npos);

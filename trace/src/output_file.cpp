@@ -85,7 +85,7 @@ bool same_file(const std::string& a, const std::string& b) {
 Status check_distinct_files(const std::vector<NamedPath>& files) {
   for (std::size_t i = 0; i < files.size(); ++i)
     for (std::size_t j = i + 1; j < files.size(); ++j)
-      if (!files[i].path.empty() && !files[j].path.empty() && same_file(files[i].path, files[j].path))
+      if ((files[i].output || files[j].output) && !files[i].path.empty() && !files[j].path.empty() && same_file(files[i].path, files[j].path))
         return Status::invalid(fmt::format("{} '{}' and {} '{}' are the same file: one would be written over the other; name another",
                                            files[j].what, files[j].path, files[i].what, files[i].path));
   return Status::ok();

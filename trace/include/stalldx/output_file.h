@@ -42,9 +42,10 @@ Status append_file(const std::string& path, std::string_view content);
 struct NamedPath {
   std::string what;
   std::string path;
+  bool output = true;  // false: a file the command only reads (two inputs may be the same file)
 };
-// invalid_argument when two of `files` (empty paths skipped) are the same file — an output that would be
-// written over an input, or two outputs over each other. Links and spellings are resolved ("x.json",
+// invalid_argument when two of `files` (empty paths skipped) are the same file and one of them is an
+// output — an output that would be written over an input, or two outputs over each other. Links and spellings are resolved ("x.json",
 // "./x.json", a link to it); files that do not exist yet compare by their absolute path.
 Status check_distinct_files(const std::vector<NamedPath>& files);
 
