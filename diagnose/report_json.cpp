@@ -54,6 +54,8 @@ std::string report_json(const Report& rep) {
                    {"duplicate_correlations", c.duplicate_correlations}, {"unlinked_device", c.unlinked_device},
                    {"zero_length_kernels", c.zero_length_kernels}, {"interrupted", c.interrupted}, {"confidence", confidence_text(c)},
                    {"notes", c.notes}};
+  if (c.begins_mid_run)  // a long run's rings: the trace's first step is the run's first_step (null: not known)
+    j["coverage"]["begins_mid_run"] = {{"first_step", c.first_step >= 0 ? json(c.first_step) : json(nullptr)}};
   if (c.sampled)
     j["coverage"]["sampling"] = {{"plan", c.sample_plan}, {"device_windows", c.device_windows}, {"steps_in_windows", c.steps_in_windows},
                                  {"steps_carried", c.steps_carried}};

@@ -227,6 +227,7 @@ TEST(Record, ALongSampledRunKeepsTheNewestRangesAndAFullRunTheFirst) {
     const diagnose::Report rep = diagnose::diagnose(t);
     EXPECT_TRUE(rep.coverage.begins_mid_run);
     EXPECT_EQ(rep.coverage.first_step, first);
+    EXPECT_EQ(nlohmann::json::parse(diagnose::report_json(rep))["coverage"]["begins_mid_run"]["first_step"], first);
     for (const diagnose::StepDiagnosis& s : rep.steps) EXPECT_FALSE(s.warmup) << s.step;
   }
   batches(cap, lo, hi, steps);
