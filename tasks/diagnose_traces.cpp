@@ -26,8 +26,7 @@ Status trimmed_path(const std::string& dir, const std::string& input, std::strin
   out = (fs::path(dir) / name).string();
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return Status::invalid(fmt::format("--trimmed {}: not a folder", dir));
-  if (fs::exists(out, ec) && fs::equivalent(out, input, ec))
-    return Status::invalid(fmt::format("--trimmed {}: would write over the trace it reads ({}); name another folder", dir, input));
+  if (Status st = check_distinct_files({{"the trace read", input, false}, {"--trimmed", out}}); !st.is_ok()) return st;
   OutputCheck check{"trimmed trace"};
   return check_output_path(out, check);
 }
