@@ -34,12 +34,15 @@ void gaps(const std::vector<Interval>& m, Interval w, std::size_t& cursor, std::
   if (t < w.end) out.push_back({t, w.end});
 }
 
-std::vector<Segment> innermost_segments(const std::vector<Interval>& iv) {
+std::vector<Segment> innermost_segments(const std::vector<Interval>& iv, const std::vector<int>& nesting) {
+  const auto depth = [&](std::int32_t i) { return nesting.empty() ? 0 : nesting[static_cast<std::size_t>(i)]; };
   std::vector<std::int32_t> order(iv.size());
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](std::int32_t a, std::int32_t b) {
     if (iv[a].begin != iv[b].begin) return iv[a].begin < iv[b].begin;
-    return iv[a].end > iv[b].end;  // the longer (outer) first
+    if (iv[a].end != iv[b].end) return iv[a].end > iv[b].end;  // the longer (outer) first
+    if (depth(a) != depth(b)) return depth(a) < depth(b);         // the same span: the inner one last
+    return a < b;
   });
   std::vector<Segment> out;
   struct Open { std::int64_t end; std::int32_t id; };

@@ -24,7 +24,10 @@ struct Segment {
   std::int32_t owner;
 };
 // Flattens possibly nested intervals (index = owner id) into innermost-owner segments. Partial overlaps
-// are clipped to their parent, so nothing is counted twice.
-std::vector<Segment> innermost_segments(const std::vector<Interval>& intervals);
+// are clipped to their parent, so nothing is counted twice. Intervals with the same begin and end (a
+// wait and the consumer's own decode of that batch, timed by one clock read): the one with the higher
+// `nesting` (same size as `intervals`; empty = all 0) is the inner one, then the later index — never
+// the sort's luck.
+std::vector<Segment> innermost_segments(const std::vector<Interval>& intervals, const std::vector<int>& nesting = {});
 
 }  // namespace stalldx::diagnose

@@ -74,11 +74,29 @@ TraceIndex::TraceIndex(const Trace& t, const Thresholds& th) : trace(t), thresho
 
   own_runq(consumer_ranges, consumer_own_runq_ns);
 
+  // Over the same span the more specific record is the inner one: a step holds a wait, a wait the
+  // consumer's own reads and decodes of that batch (num_workers=0: the Python hook times both by one
+  // clock read), any range a CUDA call.
+  const auto nesting = [](Role r) {
+    switch (r) {
+      case Role::step: return 0;
+      case Role::retrieval: case Role::decode: case Role::collate: return 2;
+      default: return 1;
+    }
+  };
   std::vector<Interval> owners;
+  std::vector<int> depth;
   owners.reserve(consumer_ranges.size() + consumer_calls.size());
-  for (const HostRange* r : consumer_ranges) owners.push_back({r->begin_ns, r->end_ns});
-  for (const RuntimeCall* c : consumer_calls) owners.push_back({c->begin_ns, c->end_ns});
-  segments = innermost_segments(owners);
+  depth.reserve(owners.capacity());
+  for (const HostRange* r : consumer_ranges) {
+    owners.push_back({r->begin_ns, r->end_ns});
+    depth.push_back(nesting(r->role));
+  }
+  for (const RuntimeCall* c : consumer_calls) {
+    owners.push_back({c->begin_ns, c->end_ns});
+    depth.push_back(3);
+  }
+  segments = innermost_segments(owners, depth);
 
   std::unordered_map<std::uint64_t, std::int64_t> call_step;
   for (const RuntimeCall& c : t.calls)

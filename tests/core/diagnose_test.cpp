@@ -200,6 +200,30 @@ TEST(EdgeCases, NestedRangesAreNotAddedTwice) {
   EXPECT_NEAR(s.class_ms[3], 3.0, 1e-6);  // data_load outside the wait: a range of unknown meaning
 }
 
+// A loop that makes its own batches (num_workers=0): the Python hook times the wait and the consumer's
+// decode of that batch by one clock read, so the two have the same span. The decode is the inner one
+// whichever comes first in the trace (before, the sort's luck made some steps "producers not recorded").
+TEST(EdgeCases, AWaitAndTheConsumersOwnDecodeOfTheSameSpanAreDecoding) {
+  for (const bool decode_first : {false, true}) {
+    Builder b;
+    double t = 0;
+    for (int k = 0; k < 24; ++k) {
+      b.range(Role::step, "step", t, t + 30, k, k);
+      if (decode_first) b.range(Role::decode, "decode + transform", t, t + 20, k, k, 0, 19.5);
+      b.range(Role::wait_batch, "batch made in the loop", t, t + 20, k, k, 0, 19.5);
+      if (!decode_first) b.range(Role::decode, "decode + transform", t, t + 20, k, k, 0, 19.5);
+      b.launch("cudaLaunchKernel", t + 20, t + 20.1, ActivityKind::kernel, "k", t + 20.1, t + 30, k);
+      t += 30;
+    }
+    const Report r = diagnose(b.t);
+    EXPECT_EQ(count(r, Verdict::decoding), static_cast<int>(r.steps.size())) << "decode first: " << decode_first;
+    for (const StepDiagnosis& s : r.steps) {
+      EXPECT_NEAR(s.class_ms[1], 20, 1e-6) << "step " << s.step;
+      EXPECT_NEAR(s.class_ms[3], 0, 1e-6) << "step " << s.step;
+    }
+  }
+}
+
 TEST(EdgeCases, DeviceWorkFinishingAfterItsHostRange) {
   Builder b;
   for (int k = 0; k < 3; ++k) {
