@@ -368,7 +368,7 @@ Report diagnose(const Trace& input, const Thresholds& th) {
   const DeviceWindows windows(t, rep.coverage.device_records);
   StepJudge judge(t, ix, th, rep.coverage, work, windows);
   for (const HostRange* sr : ix.steps) rep.steps.push_back(judge.judge(*sr, rep.steps.empty() ? nullptr : &rep.steps.back()));
-  carry_from_windows(windows, rep);
+  carry_from_windows(windows, th, rep);
   build_summaries(t, ix, rep);
   build_run_summary(t, ix, th, rep);
   return rep;

@@ -37,26 +37,65 @@ namespace {
 bool carries(const StepDiagnosis& s) {
   return s.basis == StepBasis::device && !s.warmup && (s.verdict == Verdict::device_bound || s.verdict == Verdict::submission);
 }
+
+// The step of `candidates` nearest to `s` by step number (ties: the earlier).
+std::size_t nearest(const std::vector<std::size_t>& candidates, const Report& rep, const StepDiagnosis& s) {
+  return *std::min_element(candidates.begin(), candidates.end(), [&](std::size_t a, std::size_t b) {
+    return std::llabs(rep.steps[a].step - s.step) < std::llabs(rep.steps[b].step - s.step);
+  });
+}
+
+// What bounding a wait by the device's work found (waited < 0: the wait was not bounded).
+struct WaitBound {
+  double waited = -1, device_ms = 0;
+  std::int64_t from_step = -1;
+  std::string words() const {
+    return fmt::format("waited {:.2f} ms, but the device runs about {:.2f} ms of work a step (step {}, in a window)", waited, device_ms, from_step);
+  }
+};
+
+// A host-records step's wait, counted only up to what the device's work (the nearest window step's busy
+// time) left of the step idle; the step becomes device-bound (to be carried) when that is under the
+// device-bound threshold.
+WaitBound bound_wait_by_device_work(const StepDiagnosis& from, const Thresholds& th, StepDiagnosis& s) {
+  const double bound = std::max(0.0, s.window_ms - from.busy_ms);
+  if (s.stall_ms <= bound || s.stall_ms <= 0) return {};
+  const WaitBound b{s.stall_ms, from.busy_ms, from.step};
+  const double f = bound / s.stall_ms;
+  for (double& c : s.class_ms) c *= f;
+  for (CauseShare& c : s.causes) c.ms *= f;
+  s.stall_ms = bound;
+  if (bound <= std::max(th.device_bound_ms, th.device_bound_fraction * s.window_ms))
+    s.verdict = Verdict::device_bound;
+  else
+    s.evidence = fmt::format("{}: at most {:.2f} of it idled the device; {}", b.words(), bound, s.evidence);
+  return b;
+}
 }  // namespace
 
-void carry_from_windows(const DeviceWindows& windows, Report& rep) {
+void carry_from_windows(const DeviceWindows& windows, const Thresholds& th, Report& rep) {
   if (!windows.sampled()) return;
   Coverage& cov = rep.coverage;
   cov.sampled = true;
   cov.sample_plan = windows.plan_words();
   cov.device_windows = windows.count();
-  std::vector<std::size_t> sources;
+  std::vector<std::size_t> sources, measured;  // window steps that did not wait; steady window steps with device work
   for (std::size_t i = 0; i < rep.steps.size(); ++i) {
-    if (rep.steps[i].basis == StepBasis::device) cov.steps_in_windows++;
-    if (carries(rep.steps[i])) sources.push_back(i);
+    const StepDiagnosis& s = rep.steps[i];
+    if (s.basis == StepBasis::device) cov.steps_in_windows++;
+    if (carries(s)) sources.push_back(i);
+    if (s.basis == StepBasis::device && !s.warmup && s.busy_ms > 0) measured.push_back(i);
   }
-  for (StepDiagnosis& s : rep.steps) {
+  std::vector<WaitBound> bounds(rep.steps.size());
+  for (std::size_t i = 0; i < rep.steps.size(); ++i) {
+    StepDiagnosis& s = rep.steps[i];
+    if (s.basis == StepBasis::host_records && !s.warmup && s.verdict != Verdict::device_bound && !measured.empty())
+      bounds[i] = bound_wait_by_device_work(rep.steps[nearest(measured, rep, s)], th, s);
+  }
+  for (std::size_t i = 0; i < rep.steps.size(); ++i) {
+    StepDiagnosis& s = rep.steps[i];
     if (s.basis != StepBasis::host_records || s.verdict != Verdict::device_bound || sources.empty()) continue;
-    // The nearest by step number (ties: the earlier window).
-    const auto nearest = *std::min_element(sources.begin(), sources.end(), [&](std::size_t a, std::size_t b) {
-      return std::llabs(rep.steps[a].step - s.step) < std::llabs(rep.steps[b].step - s.step);
-    });
-    const StepDiagnosis& from = rep.steps[nearest];
+    const StepDiagnosis& from = rep.steps[nearest(sources, rep, s)];
     const double scale = from.window_ms > 0 ? s.window_ms / from.window_ms : 0;
     const double own_input = s.class_ms[0] + s.class_ms[1];
     s.basis = StepBasis::carried;
@@ -72,9 +111,12 @@ void carry_from_windows(const DeviceWindows& windows, Report& rep) {
     for (const CauseShare& c : from.causes)
       if (cause_class(c.cause) == StallClass::submission || cause_class(c.cause) == StallClass::unattributed)
         s.causes.push_back(CauseShare{c.cause, c.ms * scale, c.what});
-    s.evidence = fmt::format("{}; waited {:.2f} of {:.2f} ms: {} carried from step {}",
+    const std::string waited = bounds[i].waited >= 0
+                                   ? fmt::format("{}: at most {:.2f} of the step's {:.2f} ms idled it", bounds[i].words(), own_input, s.window_ms)
+                                   : fmt::format("waited {:.2f} of {:.2f} ms", own_input, s.window_ms);
+    s.evidence = fmt::format("{}; {}: {} carried from step {}",
                              s.at_window_edge ? "device records partial (at a device window's edge)" : "no device records (outside the device windows)",
-                             own_input, s.window_ms, verdict_name(from.verdict, cov.standin), from.step);
+                             waited, verdict_name(from.verdict, cov.standin), from.step);
     s.next_question = from.next_question;
     cov.steps_carried++;
   }

@@ -29,10 +29,15 @@ class DeviceWindows {
   std::string plan_words_;
 };
 
-// After every step is judged: a step judged from host records that did not wait (its verdict
-// device-bound by its waits alone) takes the verdict of the nearest steady window step that did not wait
-// either — device-bound or submission (launch rate) — with that step's busy and stall fractions scaled to
-// its own length. Notes the sampling in the coverage (lowered confidence, counts).
-void carry_from_windows(const DeviceWindows& windows, Report& rep);
+// After every step is judged, for the steps judged from host records (outside the windows):
+//  - a wait can have idled the device only for what of the step its work did not fill: the device runs
+//    about the nearest steady window step's busy time B of work a step, so of a step of S ms at most
+//    S − B idled it (the rest of the wait ran beside work still queued). A wait longer than that is
+//    counted only up to it, and the step re-judged (`th`: the device-bound threshold);
+//  - a step that did not wait (device-bound by its waits alone) takes the verdict of the nearest steady
+//    window step that did not wait either — device-bound or submission (launch rate) — with that step's
+//    busy and stall fractions scaled to its own length.
+// Notes the sampling in the coverage (lowered confidence, counts).
+void carry_from_windows(const DeviceWindows& windows, const Thresholds& th, Report& rep);
 
 }  // namespace stalldx::diagnose

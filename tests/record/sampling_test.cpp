@@ -130,22 +130,32 @@ TEST(WindowMarks, PairsEdgesClosesTheOpenOneAndSkipsCutLines) {
 }
 
 // A trace of 10 steps whose device records exist only in steps 0-2 and 6-7 (the windows). Steps 3-5 and
-// 8-9 have none: step 4 waited on its input (judged from host records), the others did not wait (step 8
-// only submitted work) and carry the verdict of the nearest window step. Failed before the fix for
-// step 8 (its submit range made it "submission" from host records). Step 6 opens a window after earlier
-// steps: the device may still run their unrecorded work, so it is judged from host records (and carries).
-Trace sampled_trace(bool launch_bound_windows) {
+// 8-9 have none: step 4 (20 ms, twice the others) waited 16 ms on its input, more than the device's work
+// (the window steps' busy time) leaves of it idle, so it is judged from host records; step 9 waited 5 ms
+// of 10 ms; the others did not wait (step 8 only submitted work) and carry the verdict of the nearest
+// window step. Failed before the fix for step 8 (its submit range made it "submission" from host
+// records). Step 6 opens a window after earlier steps: the device may still run their unrecorded work,
+// so it is judged from host records (and carries).
+constexpr std::int64_t kMs = 1'000'000;
+// Steps of 10 ms; step 4 (and with `long_step7` step 7) of 20 ms.
+std::int64_t step_begin(int s, bool long_step7 = false) {
+  return 1'000 * kMs + s * 10 * kMs + (s > 4 ? 10 * kMs : 0) + (long_step7 && s > 7 ? 10 * kMs : 0);
+}
+
+Trace sampled_trace(bool launch_bound_windows, bool long_step7 = false) {
+  const auto step_begin = [&](int s) { return ::stalldx::record::step_begin(s, long_step7); };
   Trace t;
   t.meta.host = t.meta.nvtx = t.meta.cupti = true;
   t.threads = {{0, 10, "main"}};
   const auto step = t.intern("step"), wait = t.intern("wait_batch"), launch = t.intern("cudaLaunchKernel"), k = t.intern("kernel");
   const auto driver_launch = t.intern("cuLaunchKernel");
-  const std::int64_t ms = 1'000'000;
+  const std::int64_t ms = kMs;
   std::uint32_t corr = 1;
   for (int s = 0; s < 10; ++s) {
-    const std::int64_t b = 1'000 * ms + s * 10 * ms;
-    t.ranges.push_back({b, b + 10 * ms, 0, step, Role::step});
-    if (s == 4) t.ranges.push_back({b, b + 8 * ms, 0, wait, Role::wait_batch});
+    const std::int64_t b = step_begin(s), e = step_begin(s + 1);
+    t.ranges.push_back({b, e, 0, step, Role::step});
+    if (s == 4) t.ranges.push_back({b, b + 16 * ms, 0, wait, Role::wait_batch});
+    if (s == 9) t.ranges.push_back({b, b + 5 * ms, 0, wait, Role::wait_batch});
     // Host submission work outside a window says nothing without the device's timeline: not a stall there.
     if (s == 8) t.ranges.push_back({b + ms, b + 6 * ms, 0, t.intern("h2d"), Role::submit});
     const bool in_window = s <= 2 || s == 6 || s == 7;
@@ -162,14 +172,14 @@ Trace sampled_trace(bool launch_bound_windows) {
       a.name = k;
       a.correlation = corr++;
       a.begin_ns = at + 10'000;
-      a.end_ns = launch_bound_windows ? a.begin_ns + 20'000 : b + 10 * ms;
+      a.end_ns = launch_bound_windows ? a.begin_ns + 20'000 : e;
       t.activities.push_back(a);
     }
   }
   set_device_windows(t.meta, SamplePlan{0, 3, 6},
-                     {{1'000 * ms - ms, 1'030 * ms + ms / 2, 1}, {1'060 * ms - ms / 2, 1'080 * ms + ms / 2, 1}});
+                     {{step_begin(0) - ms, step_begin(3) + ms / 2, 1}, {step_begin(6) - ms / 2, step_begin(8) + ms / 2, 1}});
   assign_steps(t);
-  t.meta.origin_ns = 1'000 * ms - ms;
+  t.meta.origin_ns = step_begin(0) - ms;
   return t;
 }
 
@@ -188,7 +198,19 @@ TEST(SampledDiagnosis, StepsOutsideWindowsAreJudgedFromHostRecordsOrCarryTheNear
     EXPECT_EQ(rep.steps[4].basis, diagnose::StepBasis::host_records);
     EXPECT_EQ(rep.steps[4].verdict, diagnose::Verdict::input) << "a wait with no producers recorded: "
                                                                      << rep.steps[4].evidence;
-    for (auto [s, from] : {std::pair{3, 2}, {5, 7}, {6, 7}, {8, 7}, {9, 7}}) {
+    // Of step 4's 16 ms wait at most 20 − busy idled the device: 10 ms beside a 10 ms kernel a step,
+    // all 16 beside 200 launches of 20 us.
+    EXPECT_NEAR(rep.steps[4].stall_ms, launch_bound ? 16.0 : 10.0, 0.05) << rep.steps[4].evidence;
+    std::vector<std::pair<int, int>> carried{{3, 2}, {5, 7}, {6, 7}, {8, 7}};
+    if (launch_bound) {  // 5 ms of waiting while the device had 4 ms of work a step: input
+      EXPECT_EQ(rep.steps[9].basis, diagnose::StepBasis::host_records);
+      EXPECT_EQ(rep.steps[9].verdict, diagnose::Verdict::input) << rep.steps[9].evidence;
+    } else {  // 5 ms of waiting in a step the device's 10 ms of work filled: it idled nothing
+      carried.emplace_back(9, 7);
+      EXPECT_NE(rep.steps[9].evidence.find("waited 5.00 ms, but the device runs about 9.99 ms of work a step (step 7, in a window): at most 0.00 of the step's 10.00 ms idled it"), std::string::npos)
+          << rep.steps[9].evidence;
+    }
+    for (auto [s, from] : carried) {
       EXPECT_EQ(rep.steps[s].basis, diagnose::StepBasis::carried) << s;
       EXPECT_EQ(rep.steps[s].carried_from, from) << s;
       EXPECT_EQ(rep.steps[s].verdict, window_verdict) << s;
@@ -198,12 +220,12 @@ TEST(SampledDiagnosis, StepsOutsideWindowsAreJudgedFromHostRecordsOrCarryTheNear
     EXPECT_NE(rep.steps[6].evidence.find("partial"), std::string::npos) << rep.steps[6].evidence;
     EXPECT_TRUE(rep.coverage.sampled);
     EXPECT_EQ(rep.coverage.steps_in_windows, 4u);
-    EXPECT_EQ(rep.coverage.steps_carried, 5u);
+    EXPECT_EQ(rep.coverage.steps_carried, carried.size());
     EXPECT_EQ(rep.coverage.confidence, diagnose::Confidence::lowered);
     EXPECT_NE(diagnose::report_text(rep).find("[carried] "), std::string::npos);
     const auto j = nlohmann::json::parse(diagnose::report_json(rep));
     EXPECT_EQ(j["steps"][3]["basis"], "carried");
-    EXPECT_EQ(j["coverage"]["sampling"]["steps_carried"], 5);
+    EXPECT_EQ(j["coverage"]["sampling"]["steps_carried"], carried.size());
     EXPECT_EQ(j["steps"][6]["at_window_edge"], true);
   }
 }
@@ -212,10 +234,9 @@ TEST(SampledDiagnosis, StepsOutsideWindowsAreJudgedFromHostRecordsOrCarryTheNear
 // records of their work, so no timeline to judge them on. Failed before the fix: the step's window was
 // 0 ms long and its verdict "device-bound" (stall 0 under the threshold), while it waited on its input.
 TEST(SampledDiagnosis, AWindowStepWhoseWorkWasNotRecordedIsJudgedFromHostRecords) {
-  Trace t = sampled_trace(false);
-  const std::int64_t ms = 1'000'000;
-  const std::int64_t b = 1'000 * ms + 7 * 10 * ms;
-  t.ranges.push_back({b, b + 8 * ms, 0, t.intern("wait_batch"), Role::wait_batch});
+  Trace t = sampled_trace(false, true);
+  const std::int64_t b = step_begin(7, true);
+  t.ranges.push_back({b, b + 16 * kMs, 0, t.intern("wait_batch"), Role::wait_batch});
   std::erase_if(t.activities, [](const DeviceActivity& a) { return a.step == 7; });
   assign_steps(t);
   diagnose::Thresholds th;
