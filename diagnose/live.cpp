@@ -11,7 +11,9 @@ namespace stalldx::diagnose {
 LiveLine live_line(const Trace& snapshot, std::int64_t since_ns, std::int64_t now_ns, std::int64_t started_ns, std::int64_t first_step) {
   LiveLine l;
   l.elapsed_s = static_cast<double>(now_ns - started_ns) / 1e9;
-  if (const auto w = record::device_windows(snapshot.meta)) l.device_windows = w->size();
+  // Windows are counted once device records exist (a program that never uses CUDA has windows of host
+  // records only: no "device windows" to speak of).
+  if (const auto w = record::device_windows(snapshot.meta); w && snapshot.meta.cupti) l.device_windows = w->size();
   Thresholds th;
   th.warmup_steps = 0;
   Report rep = diagnose(snapshot, th);

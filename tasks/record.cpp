@@ -277,9 +277,10 @@ std::string record_summary_text(const RecordResult& r) {
                      m.overwritten, m.ring_capacity, m.before_horizon);
   if (m.dropped) s += fmt::format("  {} ranges dropped (no space left for them, a thread's part full, or nested deeper than 256)\n", m.dropped);
   s += fmt::format("  steps: {}\n", m.steps.rule == record::StepRule::none ? "none found" : m.steps.found);
+  const bool any_cuda = std::any_of(m.processes.begin(), m.processes.end(), [](const record::RecordedProcess& p) { return p.used_cuda; });
   if (m.device_windows > 0 || m.windows_without_records > 0)
-    s += fmt::format("  device records sampled: {}; {} window{} in the trace{}\n", m.sample_plan.words(), m.device_windows,
-                     m.device_windows == 1 ? "" : "s",
+    s += fmt::format("  device records sampled: {}; {} window{} in the trace{}{}\n", m.sample_plan.words(), m.device_windows,
+                     m.device_windows == 1 ? "" : "s", any_cuda ? "" : " (no process used CUDA: they hold host records only)",
                      m.windows_without_records ? fmt::format(", {} more without records (the oldest beyond {} kept, or before CUDA started)",
                                                              m.windows_without_records, record::kMaxWindowFiles)
                                                : "");

@@ -248,6 +248,19 @@ TEST(SampledDiagnosis, AWindowStepWhoseWorkWasNotRecordedIsJudgedFromHostRecords
   EXPECT_EQ(rep.coverage.steps_in_windows, 3u);
 }
 
+// The live line counts device windows only once device records exist: a program that never used CUDA
+// has windows of host records only (before, a CPU-only run said "[device windows so far: 13]").
+TEST(LiveLine, CountsDeviceWindowsOnlyWithDeviceRecords) {
+  for (const bool cupti : {false, true}) {
+    Trace t = sampled_trace(false);
+    t.meta.cupti = cupti;
+    const diagnose::LiveLine l = diagnose::live_line(t, t.meta.origin_ns, step_begin(10) + kMs, t.meta.origin_ns, 0);
+    EXPECT_EQ(l.steps, 10);
+    EXPECT_EQ(l.device_windows, cupti ? 2u : 0u);
+    EXPECT_EQ(diagnose::live_text(l).find("device windows") != std::string::npos, cupti) << diagnose::live_text(l);
+  }
+}
+
 #ifdef NVTX_LOOP
 // nvtx_loop marks 20 "step" ranges; under --sample 2/5+3 the scheduler (in the injection library, no
 // device) opens windows at steps 0 (the start), 8, 13 and 18 and closes them at 5, 10, 15 and the end.
@@ -279,7 +292,11 @@ TEST(RecordSample, AProgramWithNoDeviceMarksItsWindowsAtItsSteps) {
   };
   const SamplePlan plan{3, 2, 5};
   for (std::int64_t s = 0; s < 20; ++s) EXPECT_EQ(inside(s), plan.records(s)) << "step " << s;
-  EXPECT_NE(r.log.find("device records sampled: every step for the first 3, then 2 steps in every 5; 4 windows in the trace"), std::string::npos) << r.log;
+  // No CUDA in nvtx_loop: the windows are said to hold host records only.
+  EXPECT_NE(r.log.find("device records sampled: every step for the first 3, then 2 steps in every 5; 4 windows in the trace (no process used "
+                       "CUDA: they hold host records only)"),
+            std::string::npos)
+      << r.log;
 }
 
 // Live lines: a loop whose steps wait on slow reads prints lines whose input share is most of the time.
