@@ -313,7 +313,16 @@ class StepJudge {
           "split batch retrieval from transfer submission: range '{}' ({:.3f}–{:.3f} ms) both covers the idle time and submitted the H2D copy",
           t_.name(r.name), ms(r.begin_ns - t_.meta.origin_ns), ms(r.end_ns - t_.meta.origin_ns));
     }
-    if (!cov_.device_records) sd.verdict = Verdict::no_device_records;
+    if (!cov_.device_records) {
+      // No device: "device-bound" by its waits alone says only that the loop's own work took the step.
+      if (sd.verdict == Verdict::device_bound) {
+        sd.evidence = fmt::format("waited {:.2f} of {:.2f} ms on its input: the loop's own work took the rest", sd.stall_ms, sd.window_ms);
+        sd.next_question =
+            "the loop waited little on its input: its own work (forward, backward, optimizer, or the host side of a GPU step) took the "
+            "step; record device activity (CUPTI) to tell whether the GPU is the limit";
+      }
+      sd.verdict = Verdict::no_device_records;
+    }
     if (const auto& acts = work_.of(sd.step); !acts.empty()) describe_copies(ix_, acts, sd);
     return sd;
   }

@@ -275,6 +275,22 @@ TEST(EdgeCases, NoDeviceRecordsMeansNoGuess) {
   EXPECT_FALSE(r.coverage.notes.empty());
 }
 
+// A loop that waits little, with no device: its evidence and question speak of the loop's own work, not
+// of device work "queued in time" (before: a CPU-only run's steps said so, and "the device had work queued").
+TEST(EdgeCases, NoDeviceRecordsAndLittleWaitingSpeaksOfTheLoopsOwnWork) {
+  Trace t = input_bound(Role::decode, 6, 0.05, 0.9);
+  t.activities.clear();
+  t.calls.clear();
+  t.meta.cupti = false;
+  const Report r = diagnose(t);
+  for (const StepDiagnosis& s : r.steps) {
+    EXPECT_EQ(s.verdict, Verdict::no_device_records);
+    EXPECT_EQ(s.evidence.find("queued"), std::string::npos) << s.evidence;
+    EXPECT_NE(s.evidence.find("the loop's own work took the rest"), std::string::npos) << s.evidence;
+    EXPECT_EQ(s.next_question.find("the device had work queued"), std::string::npos) << s.next_question;
+  }
+}
+
 TEST(EdgeCases, EmptyAndOneStepTraces) {
   const Report empty = diagnose(Trace{});
   EXPECT_TRUE(empty.steps.empty());
