@@ -323,7 +323,13 @@ class StepJudge {
       }
       sd.verdict = Verdict::no_device_records;
     }
-    if (const auto& acts = work_.of(sd.step); !acts.empty()) describe_copies(ix_, acts, sd);
+    if (const auto& acts = work_.of(sd.step); !acts.empty()) {
+      describe_copies(ix_, acts, sd);
+      std::vector<Interval> own;
+      own.reserve(acts.size());
+      for (const std::size_t i : acts) own.push_back({t_.activities[i].begin_ns, t_.activities[i].end_ns});
+      for (const Interval& v : merge_union(std::move(own))) sd.work_ms += ms(v.end - v.begin);
+    }
     return sd;
   }
 

@@ -54,13 +54,14 @@ struct WaitBound {
   }
 };
 
-// A host-records step's wait, counted only up to what the device's work (the nearest window step's busy
-// time) left of the step idle; the step becomes device-bound (to be carried) when that is under the
+// A host-records step's wait, counted only up to what the device's work (the nearest window step's own
+// device work — not its busy time, which in a window's first step holds the previous step's work too) left
+// of the step idle; the step becomes device-bound (to be carried) when that is under the
 // device-bound threshold.
 WaitBound bound_wait_by_device_work(const StepDiagnosis& from, const Thresholds& th, StepDiagnosis& s) {
-  const double bound = std::max(0.0, s.window_ms - from.busy_ms);
+  const double bound = std::max(0.0, s.window_ms - from.work_ms);
   if (s.stall_ms <= bound || s.stall_ms <= 0) return {};
-  const WaitBound b{s.stall_ms, from.busy_ms, from.step};
+  const WaitBound b{s.stall_ms, from.work_ms, from.step};
   const double f = bound / s.stall_ms;
   for (double& c : s.class_ms) c *= f;
   for (CauseShare& c : s.causes) c.ms *= f;
@@ -84,7 +85,7 @@ void carry_from_windows(const DeviceWindows& windows, const Thresholds& th, Repo
     const StepDiagnosis& s = rep.steps[i];
     if (s.basis == StepBasis::device) cov.steps_in_windows++;
     if (carries(s)) sources.push_back(i);
-    if (s.basis == StepBasis::device && !s.warmup && s.busy_ms > 0) measured.push_back(i);
+    if (s.basis == StepBasis::device && !s.warmup && s.work_ms > 0) measured.push_back(i);
   }
   std::vector<WaitBound> bounds(rep.steps.size());
   for (std::size_t i = 0; i < rep.steps.size(); ++i) {

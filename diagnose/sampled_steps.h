@@ -31,7 +31,7 @@ class DeviceWindows {
 
 // After every step is judged, for the steps judged from host records (outside the windows):
 //  - a wait can have idled the device only for what of the step its work did not fill: the device runs
-//    about the nearest steady window step's busy time B of work a step, so of a step of S ms at most
+//    about the nearest steady window step's own device work B a step, so of a step of S ms at most
 //    S − B idled it (the rest of the wait ran beside work still queued). A wait longer than that is
 //    counted only up to it, and the step re-judged (`th`: the device-bound threshold);
 //  - a step that did not wait (device-bound by its waits alone) takes the verdict of the nearest steady

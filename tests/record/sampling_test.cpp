@@ -248,6 +248,36 @@ TEST(SampledDiagnosis, AWindowStepWhoseWorkWasNotRecordedIsJudgedFromHostRecords
   EXPECT_EQ(rep.coverage.steps_in_windows, 3u);
 }
 
+// The device's work a step is the nearest window step's own work, not its busy time: a window step whose
+// device time also ran an earlier step's work (a window's first step, the device behind) would make a
+// wait look hidden by work that was not this loop's per step. Step 7 of the launch-bound trace runs 4 ms
+// of its own kernels and part of a late kernel of step 6; step 5 waits 7 of its 10 ms: 6 ms of it idled
+// the device (10 − 4), not 10 − step 7's busy time.
+TEST(SampledDiagnosis, TheDevicesWorkAStepIsTheWindowStepsOwnWork) {
+  Trace t = sampled_trace(true);
+  const std::int64_t b7 = step_begin(7), b5 = step_begin(5);
+  const auto corr = static_cast<std::uint32_t>(900'000);
+  t.calls.push_back({step_begin(6) + kMs, step_begin(6) + kMs + 5'000, 0, t.intern("cudaLaunchKernel"), corr});
+  DeviceActivity a;
+  a.kind = ActivityKind::kernel;
+  a.name = t.intern("late kernel");
+  a.correlation = corr;
+  a.begin_ns = b7 + 5 * kMs;
+  a.end_ns = b7 + 10 * kMs;
+  t.activities.push_back(a);
+  t.ranges.push_back({b5, b5 + 7 * kMs, 0, t.intern("wait_batch"), Role::wait_batch});
+  assign_steps(t);
+  diagnose::Thresholds th;
+  th.warmup_steps = 0;
+  const diagnose::Report rep = diagnose::diagnose(t, th);
+  ASSERT_EQ(rep.steps.size(), 10u);
+  EXPECT_NEAR(rep.steps[7].work_ms, 4.0, 0.01);
+  EXPECT_GT(rep.steps[7].busy_ms, rep.steps[7].work_ms + 1) << rep.steps[7].evidence;
+  EXPECT_EQ(rep.steps[5].verdict, diagnose::Verdict::input) << rep.steps[5].evidence;
+  EXPECT_NEAR(rep.steps[5].stall_ms, 6.0, 0.01) << rep.steps[5].evidence;
+  EXPECT_NE(rep.steps[5].evidence.find("about 4.00 ms of work a step (step 7, in a window)"), std::string::npos) << rep.steps[5].evidence;
+}
+
 // The live line counts device windows only once device records exist: a program that never used CUDA
 // has windows of host records only (before, a CPU-only run said "[device windows so far: 13]").
 TEST(LiveLine, CountsDeviceWindowsOnlyWithDeviceRecords) {

@@ -99,6 +99,7 @@ struct StepDiagnosis {
   bool warmup = false;
   double window_begin_ms = 0, window_end_ms = 0;   // relative to the trace origin
   double window_ms = 0, busy_ms = 0, stall_ms = 0;
+  double work_ms = 0;  // the device's time on this step's own work (the union of its activities); 0: none recorded
   std::array<double, kClassCount> class_ms{};      // stall split by class (sums to stall_ms)
   Verdict verdict = Verdict::device_bound;
   StallClass top = StallClass::unattributed, second = StallClass::unattributed;  // for mixed
