@@ -119,3 +119,41 @@ TEST(WhatIf, HonoursTheUsersWarmup) {
 }
 }  // namespace
 }  // namespace stalldx::diagnose
+
+#include "stalldx/record/sampling.h"
+
+namespace stalldx::diagnose {
+namespace {
+// The sampled rules on real device traces (H200, tests/data/h200): each scenario's full trace diagnosed
+// as recorded and as a recording sampled 3/6 and 2/5 would have seen it (record::sampled_view: calls and
+// device work kept only inside the windows), step by step — the rules for steps outside the windows
+// (host records, the wait bounded by the device's own work a step, carried verdicts) against the full
+// diagnosis on the very same steps.
+TEST(SampledRules, RealDeviceTracesSeenSampledKeepTheirVerdicts) {
+  std::ifstream list(std::string(STALLDX_TEST_DATA) + "/h200/expected.tsv");
+  std::string line;
+  int traces = 0, outside_steps = 0;
+  while (std::getline(list, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const std::string name = line.substr(0, line.find('\t'));
+    Trace t;
+    ASSERT_TRUE(read_trace_file(std::string(STALLDX_TEST_DATA) + "/h200/" + name + ".json", t).is_ok()) << name;
+    const Report full = diagnose(t);
+    for (const record::SamplePlan plan : {record::SamplePlan{0, 3, 6}, record::SamplePlan{0, 2, 5}}) {
+      const Report seen = diagnose(record::sampled_view(t, plan));
+      EXPECT_TRUE(seen.coverage.sampled) << name;
+      const Agreement a = agreement(name, full, seen);
+      EXPECT_GE(a.rate, 0.95) << name << " " << plan.words() << ": " << a.same << " of " << a.steps << "; "
+                              << (a.differ.empty() ? "" : a.differ.front());
+      int outside = 0;
+      for (const StepDiagnosis& s : seen.steps) outside += !s.warmup && s.basis != StepBasis::device;
+      outside_steps += outside;
+      std::printf("%-28s %-28s %d of %d (%d outside the windows)\n", name.c_str(), plan.words().c_str(), a.same, a.steps, outside);
+    }
+    ++traces;
+  }
+  EXPECT_GE(traces, 10);
+  EXPECT_GE(outside_steps, 40) << "the rules for steps outside the windows are what is tested";
+}
+}  // namespace
+}  // namespace stalldx::diagnose
