@@ -163,7 +163,7 @@ void attribute(const TraceIndex& ix, Interval gap, std::size_t& seg_cursor, Step
 
 void decide(const Thresholds& th, const Coverage& cov, StepAccumulator& acc, StepDiagnosis& sd) {
   sd.class_ms = acc.cls;
-  const double limit = std::max(th.device_bound_ms, th.device_bound_fraction * sd.window_ms);
+  const double limit = th.device_bound_limit(sd.window_ms);
   std::array<int, kClassCount> order{0, 1, 2, 3};
   std::sort(order.begin(), order.end(), [&](int a, int b) { return acc.cls[a] > acc.cls[b]; });
   sd.top = static_cast<StallClass>(order[0]);

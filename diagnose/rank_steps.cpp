@@ -32,7 +32,7 @@ namespace {
 // of its waits is most of a stall above the threshold — so the straggler is named with its cause.
 std::optional<Verdict> host_only_class(const StepDiagnosis& sd, const Thresholds& th) {
   if (sd.verdict != Verdict::no_device_records) return std::nullopt;
-  const double limit = std::max(th.device_bound_ms, th.device_bound_fraction * sd.window_ms);
+  const double limit = th.device_bound_limit(sd.window_ms);
   if (sd.stall_ms <= limit) return std::nullopt;
   double unsplit = 0;  // waits on a loader whose work left no records (torch.profiler: workers are other processes)
   for (const CauseShare& c : sd.causes) unsplit += c.cause == Cause::input_unsplit ? c.ms : 0;

@@ -66,7 +66,8 @@ WaitBound bound_wait_by_device_work(const StepDiagnosis& from, const Thresholds&
   for (double& c : s.class_ms) c *= f;
   for (CauseShare& c : s.causes) c.ms *= f;
   s.stall_ms = bound;
-  if (bound <= std::max(th.device_bound_ms, th.device_bound_fraction * s.window_ms))
+  s.details.insert(s.details.begin(), fmt::format("{}: at most {:.2f} ms of the wait idled it (the lines below: the whole wait)", b.words(), bound));
+  if (bound <= th.device_bound_limit(s.window_ms))
     s.verdict = Verdict::device_bound;
   else
     s.evidence = fmt::format("{}: at most {:.2f} of it idled the device; {}", b.words(), bound, s.evidence);

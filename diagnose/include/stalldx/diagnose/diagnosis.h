@@ -23,6 +23,10 @@ struct Thresholds {
   double launch_bound_launches = 100;  // a step with at least this many launches can be launch-rate bound
   double device_bound_ms = 1.0;       // a stall at or under max(this, fraction × window) is device-bound
   double device_bound_fraction = 0.05;
+  // The most stall a step of `window_ms` may have and still be device-bound (ms).
+  double device_bound_limit(double window_ms) const {
+    return device_bound_ms > device_bound_fraction * window_ms ? device_bound_ms : device_bound_fraction * window_ms;
+  }
   double dominant_share = 0.6;        // a class covering at least this share of the stall names the verdict
   int warmup_steps = -1;              // -1 = from the trace's config (warmup), else 0
   int short_capture_steps = 10;       // fewer steady-state steps than this: "too short for steady state"
