@@ -45,23 +45,45 @@ std::size_t nearest(const std::vector<std::size_t>& candidates, const Report& re
   });
 }
 
+// The device's own work a step near a host-records step: the median (the lower middle of an even count)
+// of the own device work of the window steps around the nearest one — the measured steps of consecutive
+// step numbers, one window's — so that one step of a window with more or less work (a longer batch, a
+// late kernel) does not set the bound alone. Steps [first, last] of that window gave it.
+struct DeviceWork {
+  double ms = 0;
+  std::int64_t first = -1, last = -1;
+};
+
+DeviceWork device_work_near(const std::vector<std::size_t>& measured, const Report& rep, const StepDiagnosis& s) {
+  const auto at = std::find(measured.begin(), measured.end(), nearest(measured, rep, s));
+  auto lo = at, hi = at + 1;
+  while (lo != measured.begin() && rep.steps[*(lo - 1)].step + 1 == rep.steps[*lo].step) --lo;
+  while (hi != measured.end() && rep.steps[*(hi - 1)].step + 1 == rep.steps[*hi].step) ++hi;
+  std::vector<double> work;
+  for (auto i = lo; i != hi; ++i) work.push_back(rep.steps[*i].work_ms);
+  const auto mid = work.begin() + static_cast<std::ptrdiff_t>((work.size() - 1) / 2);
+  std::nth_element(work.begin(), mid, work.end());
+  return {*mid, rep.steps[*lo].step, rep.steps[*(hi - 1)].step};
+}
+
 // What bounding a wait by the device's work found (waited < 0: the wait was not bounded).
 struct WaitBound {
-  double waited = -1, device_ms = 0;
-  std::int64_t from_step = -1;
+  double waited = -1;
+  DeviceWork device;
   std::string words() const {
-    return fmt::format("waited {:.2f} ms, but the device runs about {:.2f} ms of work a step (step {}, in a window)", waited, device_ms, from_step);
+    const std::string from = device.first == device.last ? fmt::format("step {}", device.first)
+                                                         : fmt::format("median of steps {}-{}", device.first, device.last);
+    return fmt::format("waited {:.2f} ms, but the device runs about {:.2f} ms of work a step ({}, in a window)", waited, device.ms, from);
   }
 };
 
-// A host-records step's wait, counted only up to what the device's work (the nearest window step's own
-// device work — not its busy time, which in a window's first step holds the previous step's work too) left
-// of the step idle; the step becomes device-bound (to be carried) when that is under the
-// device-bound threshold.
-WaitBound bound_wait_by_device_work(const StepDiagnosis& from, const Thresholds& th, StepDiagnosis& s) {
-  const double bound = std::max(0.0, s.window_ms - from.work_ms);
+// A host-records step's wait, counted only up to what the device's work (window steps' own device work —
+// not their busy time, which in a window's first step holds the previous step's work too) left of the
+// step idle; the step becomes device-bound (to be carried) when that is under the device-bound threshold.
+WaitBound bound_wait_by_device_work(const DeviceWork& work, const Thresholds& th, StepDiagnosis& s) {
+  const double bound = std::max(0.0, s.window_ms - work.ms);
   if (s.stall_ms <= bound || s.stall_ms <= 0) return {};
-  const WaitBound b{s.stall_ms, from.work_ms, from.step};
+  const WaitBound b{s.stall_ms, work};
   const double f = bound / s.stall_ms;
   for (double& c : s.class_ms) c *= f;
   for (CauseShare& c : s.causes) c.ms *= f;
@@ -92,7 +114,7 @@ void carry_from_windows(const DeviceWindows& windows, const Thresholds& th, Repo
   for (std::size_t i = 0; i < rep.steps.size(); ++i) {
     StepDiagnosis& s = rep.steps[i];
     if (s.basis == StepBasis::host_records && !s.warmup && s.verdict != Verdict::device_bound && !measured.empty())
-      bounds[i] = bound_wait_by_device_work(rep.steps[nearest(measured, rep, s)], th, s);
+      bounds[i] = bound_wait_by_device_work(device_work_near(measured, rep, s), th, s);
   }
   for (std::size_t i = 0; i < rep.steps.size(); ++i) {
     StepDiagnosis& s = rep.steps[i];

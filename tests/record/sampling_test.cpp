@@ -278,6 +278,32 @@ TEST(SampledDiagnosis, TheDevicesWorkAStepIsTheWindowStepsOwnWork) {
   EXPECT_NE(rep.steps[5].evidence.find("about 4.00 ms of work a step (step 7, in a window)"), std::string::npos) << rep.steps[5].evidence;
 }
 
+// The device's work a step is a median over the nearest window's steps, not one step's: in the window of
+// steps 0-2 steps 0 and 1 run 2 ms of kernels, step 2 (nearest to step 3) fills its 10 ms. Step 3 waits 6
+// of its 10 ms: beside 2 ms of work a step that idled the device (input); with step 2's work alone as the
+// bound it would have been 0.01 ms (device-bound, carried) — what this test failed on before.
+TEST(SampledDiagnosis, TheDevicesWorkAStepIsAMedianOverTheNearestWindow) {
+  Trace t = sampled_trace(false);
+  for (DeviceActivity& a : t.activities)
+    if (a.begin_ns < step_begin(2)) a.end_ns = a.begin_ns + 2 * kMs;
+  const std::int64_t b3 = step_begin(3);
+  t.ranges.push_back({b3, b3 + 6 * kMs, 0, t.intern("wait_batch"), Role::wait_batch});
+  assign_steps(t);
+  diagnose::Thresholds th;
+  th.warmup_steps = 0;
+  const diagnose::Report rep = diagnose::diagnose(t, th);
+  ASSERT_EQ(rep.steps.size(), 10u);
+  EXPECT_NEAR(rep.steps[2].work_ms, 9.99, 0.01);
+  EXPECT_NEAR(rep.steps[1].work_ms, 2.0, 0.01);
+  EXPECT_EQ(rep.steps[3].basis, diagnose::StepBasis::host_records) << rep.steps[3].evidence;
+  EXPECT_EQ(rep.steps[3].verdict, diagnose::Verdict::input) << rep.steps[3].evidence;
+  EXPECT_NEAR(rep.steps[3].stall_ms, 6.0, 0.01) << rep.steps[3].evidence;
+  // Step 4's 16 ms wait of 20: bounded by the same median (2 ms), 16 ms of it idled the device.
+  EXPECT_NEAR(rep.steps[4].stall_ms, 16.0, 0.01) << rep.steps[4].evidence;
+  // Step 9 (nearest: window 6-7, whose measured step is 7 alone) keeps the single step's words.
+  EXPECT_NE(rep.steps[9].evidence.find("(step 7, in a window)"), std::string::npos) << rep.steps[9].evidence;
+}
+
 // The live line counts device windows only once device records exist: a program that never used CUDA
 // has windows of host records only (before, a CPU-only run said "[device windows so far: 13]").
 TEST(LiveLine, CountsDeviceWindowsOnlyWithDeviceRecords) {
