@@ -183,12 +183,17 @@ Trace sampled_trace(bool launch_bound_windows, bool long_step7 = false) {
   return t;
 }
 
+// The trace's diagnosis with no warm-up steps: every step of these short traces is judged.
+diagnose::Report diagnose_every_step(const Trace& t) {
+  diagnose::Thresholds th;
+  th.warmup_steps = 0;
+  return diagnose::diagnose(t, th);
+}
+
 TEST(SampledDiagnosis, StepsOutsideWindowsAreJudgedFromHostRecordsOrCarryTheNearestWindow) {
   for (const bool launch_bound : {false, true}) {
     const Trace t = sampled_trace(launch_bound);
-    diagnose::Thresholds th;
-    th.warmup_steps = 0;
-    const diagnose::Report rep = diagnose::diagnose(t, th);
+    const diagnose::Report rep = diagnose_every_step(t);
     ASSERT_EQ(rep.steps.size(), 10u);
     const diagnose::Verdict window_verdict = launch_bound ? diagnose::Verdict::submission : diagnose::Verdict::device_bound;
     for (int s : {0, 1, 2, 7}) {
@@ -239,9 +244,7 @@ TEST(SampledDiagnosis, AWindowStepWhoseWorkWasNotRecordedIsJudgedFromHostRecords
   t.ranges.push_back({b, b + 16 * kMs, 0, t.intern("wait_batch"), Role::wait_batch});
   std::erase_if(t.activities, [](const DeviceActivity& a) { return a.step == 7; });
   assign_steps(t);
-  diagnose::Thresholds th;
-  th.warmup_steps = 0;
-  const diagnose::Report rep = diagnose::diagnose(t, th);
+  const diagnose::Report rep = diagnose_every_step(t);
   ASSERT_EQ(rep.steps.size(), 10u);
   EXPECT_EQ(rep.steps[7].basis, diagnose::StepBasis::host_records);
   EXPECT_EQ(rep.steps[7].verdict, diagnose::Verdict::input) << rep.steps[7].evidence;
@@ -267,9 +270,7 @@ TEST(SampledDiagnosis, TheDevicesWorkAStepIsTheWindowStepsOwnWork) {
   t.activities.push_back(a);
   t.ranges.push_back({b5, b5 + 7 * kMs, 0, t.intern("wait_batch"), Role::wait_batch});
   assign_steps(t);
-  diagnose::Thresholds th;
-  th.warmup_steps = 0;
-  const diagnose::Report rep = diagnose::diagnose(t, th);
+  const diagnose::Report rep = diagnose_every_step(t);
   ASSERT_EQ(rep.steps.size(), 10u);
   EXPECT_NEAR(rep.steps[7].work_ms, 4.0, 0.01);
   EXPECT_GT(rep.steps[7].busy_ms, rep.steps[7].work_ms + 1) << rep.steps[7].evidence;
@@ -289,9 +290,7 @@ TEST(SampledDiagnosis, TheDevicesWorkAStepIsAMedianOverTheNearestWindow) {
   const std::int64_t b3 = step_begin(3);
   t.ranges.push_back({b3, b3 + 6 * kMs, 0, t.intern("wait_batch"), Role::wait_batch});
   assign_steps(t);
-  diagnose::Thresholds th;
-  th.warmup_steps = 0;
-  const diagnose::Report rep = diagnose::diagnose(t, th);
+  const diagnose::Report rep = diagnose_every_step(t);
   ASSERT_EQ(rep.steps.size(), 10u);
   EXPECT_NEAR(rep.steps[2].work_ms, 9.99, 0.01);
   EXPECT_NEAR(rep.steps[1].work_ms, 2.0, 0.01);
