@@ -161,7 +161,7 @@ void attribute(const TraceIndex& ix, Interval gap, std::size_t& seg_cursor, Step
   if (t < gap.end) outside(Cause::outside_ranges, "", ms(gap.end - t));
 }
 
-void decide(const Thresholds& th, const Coverage& cov, StepAccumulator& acc, StepDiagnosis& sd) {
+void decide(const TraceIndex& ix, const Thresholds& th, const Coverage& cov, StepAccumulator& acc, StepDiagnosis& sd) {
   sd.class_ms = acc.cls;
   const double limit = th.device_bound_limit(sd.window_ms);
   std::array<int, kClassCount> order{0, 1, 2, 3};
@@ -225,6 +225,10 @@ void decide(const Thresholds& th, const Coverage& cov, StepAccumulator& acc, Ste
         sd.next_question = "the producers waited for a CPU (runnable, not running): the host is oversubscribed — more threads than cores, or a busy host?";
       else if (acc.any_split && acc.last_split.decode_cpu_ratio >= 0 && acc.last_split.decode_cpu_ratio < th.contention_cpu_ratio)
         sd.next_question = "decode threads ran only part of their wall time: CPU contention (more threads than cores, or a busy host)?";
+      else if (ix.decoders_fill_cores())
+        sd.next_question = fmt::format("decoding is CPU-bound and its {} threads + the loop already fill the {} usable cores: more workers "
+                                       "cannot run — DCT-scaled / region decode, a smaller image, or a cheaper transform",
+                                       ix.decode_threads, ix.cores);
       else sd.next_question = "decoding is CPU-bound: more workers, DCT-scaled / region decode, or a cheaper transform";
       break;
     case Verdict::submission:
@@ -306,7 +310,7 @@ class StepJudge {
       if (!cov_.device_records) seg_cursor_ = 0;
     }
     sd.stall_ms = acc.cls[0] + acc.cls[1] + acc.cls[2] + acc.cls[3];
-    decide(th_, cov_, acc, sd);
+    decide(ix_, th_, cov_, acc, sd);
     if (acc.holds_both) {
       const HostRange& r = *acc.holds_both;
       sd.next_question = fmt::format(

@@ -54,6 +54,22 @@ TraceIndex::TraceIndex(const Trace& t, const Thresholds& th) : trace(t), thresho
       unbatched_longest_ns = std::max(unbatched_longest_ns, r.end_ns - r.begin_ns);
     }
   }
+  // Each decoding thread's span, first decode to last; at most how many of them overlap (a DataLoader's
+  // workers of one epoch, not every epoch's: they are new processes each epoch).
+  std::map<std::uint32_t, std::pair<std::int64_t, std::int64_t>> decoders;
+  for (const HostRange& r : t.ranges)
+    if (r.role == Role::decode && r.thread != consumer) {
+      auto [it, fresh] = decoders.try_emplace(r.thread, r.begin_ns, r.end_ns);
+      if (!fresh) it->second = {std::min(it->second.first, r.begin_ns), std::max(it->second.second, r.end_ns)};
+    }
+  std::vector<std::pair<std::int64_t, int>> edges;  // (time, +1 begin / -1 end); ends first at a tie
+  for (const auto& [thread, span] : decoders) {
+    edges.emplace_back(span.first, 1);
+    edges.emplace_back(span.second, -1);
+  }
+  std::sort(edges.begin(), edges.end());
+  for (int open = 0; const auto& [at, d] : edges) decode_threads = std::max(decode_threads, open += d);
+  cores = t.meta.host_facts.usable_cpus > 0 ? t.meta.host_facts.usable_cpus : t.meta.host_facts.cpus;
   std::sort(unbatched_producers.begin(), unbatched_producers.end(),
             [](const HostRange* a, const HostRange* b) { return a->begin_ns < b->begin_ns; });
   for (auto& [s, r] : by_step) steps.push_back(r);

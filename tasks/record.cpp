@@ -16,6 +16,7 @@
 #include "live_monitor.h"
 #include "record_ranks.h"
 #include "stalldx/clock.h"
+#include "stalldx/host_facts.h"
 #include "stalldx/rank_facts.h"
 #include "stalldx/output_claim.h"
 #include "stalldx/rank_paths.h"
@@ -123,7 +124,7 @@ namespace {
 
 // Merges the parts (a stop raised after this point interrupts the merge), describes the recording in
 // the trace and writes it. Failures are the recording's (r.recording_error), never CMD's.
-void finish(const RecordOptions& o, RecordResult& r, const StopFlag* stop, std::int64_t ended) {
+void finish(const RecordOptions& o, RecordResult& r, const StopFlag* stop, std::int64_t ended, HostFacts host) {
   r.disk_full = nearly_full(r.parts_dir);
   const int stops_before = stop != nullptr ? stop->times() : 0;
   record::MergeOptions mo;
@@ -135,6 +136,8 @@ void finish(const RecordOptions& o, RecordResult& r, const StopFlag* stop, std::
     return;
   }
   if (!r.merged_only) {
+    host.load_1m_end = load_average_1m();
+    r.trace.meta.host_facts = host;
     std::string cmd;
     for (const std::string& a : o.command) cmd += (cmd.empty() ? "" : " ") + a;
     r.trace.meta.config["command"] = to_valid_utf8(cmd, &r.merge.non_utf8_bytes);
@@ -210,6 +213,7 @@ Status run_record(const RecordOptions& o, RecordResult& r, const StopFlag* stop)
       o.notice(fmt::format("device records on demand: stalldx capture {} --steps K records the next K steps", pid));
     };
   LiveMonitor live(o, r.parts_dir);
+  const HostFacts host = current_host_facts();  // CMD inherits record's affinity: the CPUs it could use
   const Status st = run_child(o.command, co, r.child, stop);
   live.stop();
   r.live_lines = live.lines();
@@ -224,7 +228,7 @@ Status run_record(const RecordOptions& o, RecordResult& r, const StopFlag* stop)
   }
   r.started = true;
   r.outlived = still_recording(r.parts_dir);
-  finish(o, r, stop, ended);
+  finish(o, r, stop, ended, host);
   return Status::ok();
 }
 
@@ -243,7 +247,7 @@ Status merge_record(const std::string& parts_dir, const RecordOptions& o, Record
   r.child.code = 0;
   r.parts_dir = parts_dir;
   r.outlived = still_recording(parts_dir);
-  finish(o, r, stop, monotonic_ns());
+  finish(o, r, stop, monotonic_ns(), HostFacts{});  // the host CMD ran on is not known
   return Status::ok();
 }
 

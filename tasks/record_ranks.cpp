@@ -40,6 +40,7 @@ void split_ranks(const RecordOptions& o, const record::MergeOptions& mo, RecordR
     for (const char* key : {"command", "exit_code", "cuda_records"})
       if (auto it = r.trace.meta.config.find(key); it != r.trace.meta.config.end()) t.meta.config[key] = it->second;
     t.meta.interrupted = t.meta.interrupted || r.trace.meta.interrupted;
+    t.meta.host_facts = r.trace.meta.host_facts;  // every rank ran on this host
     t.meta.config["rank"] = std::to_string(rank);
     t.meta.config["world_size"] = std::to_string(size);
     t.meta.config[rank_facts::kRunId] = run_id;

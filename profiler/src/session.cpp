@@ -1,12 +1,9 @@
-#include <sched.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cstdlib>
 #include <fmt/format.h>
 
 #include "recorder.h"
 #include "stalldx/profiler.h"
+#include "stalldx/host_facts.h"
 #include "stalldx/trace_io.h"
 
 namespace stalldx {
@@ -15,17 +12,6 @@ Session::Session() = default;
 Session::~Session() { stop(); }
 
 namespace {
-HostFacts current_host_facts() {
-  HostFacts h;
-  h.cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) h.usable_cpus = CPU_COUNT(&set);
-  double load = -1;
-  if (getloadavg(&load, 1) == 1) h.load_1m_start = load;
-  return h;
-}
-
 // Takes `from`'s hook into `into` unless another collector already set it.
 template <typename F>
 bool merge_hook(F& into, F from) {
@@ -140,8 +126,7 @@ void Session::stop() {
   std::sort(trace_.counters.begin(), trace_.counters.end(),
             [](const CounterSample& a, const CounterSample& b) { return a.ts_ns < b.ts_ns; });
   for (Collector* c : started_) c->stop_and_drain(trace_);
-  double load = -1;
-  if (getloadavg(&load, 1) == 1) trace_.meta.host_facts.load_1m_end = load;
+  trace_.meta.host_facts.load_1m_end = load_average_1m();
   started_.clear();
 }
 

@@ -30,6 +30,22 @@ TEST(Verdicts, DecodingAlone) {
   EXPECT_GT(r.summary.stall_ms[1], 12 * 14.0);
 }
 
+// CPU-bound decoding asks for more workers only where a core is free for them: with one decoding thread
+// and the loop on a 2-core host the cores are full (a cheaper decode is what helps); on 8 cores they are not.
+// Before, every CPU-bound step said "more workers" whatever the host.
+TEST(Verdicts, CpuBoundDecodingAsksForMoreWorkersOnlyWithFreeCores) {
+  for (const int cores : {2, 8}) {
+    Trace t = input_bound(Role::decode, 12, 15, 0.95);
+    t.meta.host_facts.cpus = 16;
+    t.meta.host_facts.usable_cpus = cores;
+    const Report r = diagnose(t);
+    ASSERT_EQ(count(r, Verdict::decoding), 12);
+    const std::string& next = r.steps[5].next_question;
+    EXPECT_EQ(next.find("more workers cannot run") != std::string::npos, cores == 2) << next;
+    EXPECT_EQ(next.find("more workers,") != std::string::npos, cores == 8) << next;
+  }
+}
+
 TEST(Verdicts, SubmissionFromPageableCopies) {
   Builder b;
   double t = 0;

@@ -5,7 +5,6 @@
 #include <unistd.h>
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fmt/format.h>
@@ -133,6 +132,11 @@ TEST(Record, MainThreadAndForkedWorkersMergeIntoOneTraceWithRolesAndProcesses) {
   EXPECT_TRUE(named) << "nvtxNameOsThread names the lane";
   EXPECT_NE(r.log.find("4 processes seen"), std::string::npos) << r.log;
   EXPECT_NE(r.log.find("no device records"), std::string::npos) << r.log;
+  // The host's CPUs the command could use are the trace's (advice weighs threads against them): before,
+  // a recorded program's trace had none (-1), and "more workers" was said on a host with no core free.
+  EXPECT_EQ(t.meta.host_facts.cpus, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
+  EXPECT_GT(t.meta.host_facts.usable_cpus, 0);
+  EXPECT_LE(t.meta.host_facts.usable_cpus, t.meta.host_facts.cpus);
   // The workers' reads (sleeping: off-CPU, not queued) are what the main thread waited for, split by the
   // worker ranges that overlap each wait (they name no batch).
   EXPECT_TRUE(t.meta.cpu_time);
