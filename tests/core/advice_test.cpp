@@ -8,42 +8,24 @@
 
 #include "stalldx/diagnose/diagnosis.h"
 #include "stalldx/trace_io.h"
+#include "diagnose_traces.h"
 
 namespace stalldx::diagnose {
 namespace {
 
-constexpr std::int64_t kMs = 1'000'000;
-std::int64_t ns(double ms) { return static_cast<std::int64_t>(ms * kMs); }
+using test_traces::kMs;
 
-struct Loop {
-  Trace t;
-  std::uint64_t corr = 1;
+// A loop of a recorded config on a host of `cpus` CPUs, no warm-up; call() launches device work of 1 MiB.
+struct Loop : test_traces::Builder {
   explicit Loop(const std::map<std::string, std::string>& config, int cpus = 16) {
-    t.threads = {{0, 100, "consumer"}, {1, 101, "worker"}};
-    t.meta.host = t.meta.cupti = t.meta.cpu_time = true;
+    t.meta.device.clear();
     t.meta.config = config;
     t.meta.config["warmup"] = "0";
     t.meta.host_facts = HostFacts{cpus, cpus, 0.5, 0.5};
   }
-  void range(Role role, const char* name, double b, double e, std::int64_t step, std::int64_t batch, std::uint32_t thread = 0,
-             double cpu_ms = -1, double runq_ms = -1) {
-    t.ranges.push_back({ns(b), ns(e), thread, t.intern(name), role, step, batch, -1, cpu_ms < 0 ? -1 : ns(cpu_ms),
-                        runq_ms < 0 ? -1 : ns(runq_ms), 0});
-  }
   void call(const char* api, double b, double e, std::int64_t step, ActivityKind kind, const char* name, double ab, double ae,
             MemKind mem = MemKind::none) {
-    const std::uint64_t c = corr++;
-    t.calls.push_back({ns(b), ns(e), 0, t.intern(api), c, step});
-    DeviceActivity a;
-    a.begin_ns = ns(ab);
-    a.end_ns = ns(ae);
-    a.kind = kind;
-    a.name = t.intern(name);
-    a.correlation = c;
-    a.step = step;
-    a.host_mem = mem;
-    a.bytes = 1 << 20;
-    t.activities.push_back(a);
+    launch(api, b, e, kind, name, ab, ae, step, DeviceActivity{}.stream, mem, 1 << 20);
   }
   // Step k from time t: it waits `wait` ms for batch k (the caller adds the batch's producer range),
   // then launches a `kernel_ms` kernel. Returns when the next step begins.

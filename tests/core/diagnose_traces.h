@@ -22,7 +22,7 @@ struct Builder {
   }
   static std::int64_t ns(double ms) { return static_cast<std::int64_t>(ms * kMs); }
   void range(Role role, const char* name, double b, double e, std::int64_t step = -1, std::int64_t batch = -1,
-             std::uint32_t thread = 0, double cpu_ms = -1) {
+             std::uint32_t thread = 0, double cpu_ms = -1, double runq_ms = -1) {
     HostRange r;
     r.begin_ns = ns(b);
     r.end_ns = ns(e);
@@ -32,6 +32,7 @@ struct Builder {
     r.step = step;
     r.batch = batch;
     r.cpu_ns = cpu_ms < 0 ? -1 : ns(cpu_ms);
+    r.runq_ns = runq_ms < 0 ? -1 : ns(runq_ms);
     t.ranges.push_back(r);
   }
   // A runtime call on the consumer and the device work it launched.
