@@ -227,7 +227,7 @@ void decide(const TraceIndex& ix, const Thresholds& th, const Coverage& cov, Ste
         sd.next_question = "decode threads ran only part of their wall time: CPU contention (more threads than cores, or a busy host)?";
       else if (ix.decoders_fill_cores())
         sd.next_question = fmt::format("decoding is CPU-bound and its {} threads + the loop already fill the {} usable cores: more workers "
-                                       "cannot run — DCT-scaled / region decode, a smaller image, or a cheaper transform",
+                                       "cannot run — make each sample cheaper (a cheaper transform; for images DCT-scaled / region decode or a smaller size)",
                                        ix.decode_threads, ix.cores);
       else sd.next_question = "decoding is CPU-bound: more workers, DCT-scaled / region decode, or a cheaper transform";
       break;
