@@ -177,6 +177,22 @@ TEST(StepInference, NamedStepsWinThenFamiliesThenThePythonLoop) {
   EXPECT_EQ(hook_only.steps(), 6);
 }
 
+// zip(loader_a, loader_b): each DataLoader's iterations are the hook's steps, the second's beginning just
+// after the first's. The loop ran 6 iterations, not 12 (before, the evidence said 12 while the report had 6).
+TEST(StepInference, TwoDataLoadersReadInOneLoopAreOneStepAnIteration) {
+  Built b;
+  for (int k = 0; k < 6; ++k) {
+    b.range(0, kPythonLoopStepName, k * 10, k * 10 + 10, Role::step);
+    b.range(0, kPythonLoopStepName, k * 10 + 2, k * 10 + 12, Role::step);
+  }
+  const StepEvidence ev = infer_steps(b.t);
+  EXPECT_EQ(ev.rule, StepRule::python_loop);
+  EXPECT_EQ(ev.found.rfind("6 iterations of the loop over a DataLoader", 0), 0u) << ev.found;
+  EXPECT_NE(ev.found.find("6 iterations of other DataLoaders"), std::string::npos) << ev.found;
+  EXPECT_EQ(assign_steps(b.t), 6u) << "the second loader's iterations are not steps";
+  EXPECT_EQ(b.steps(), 6);
+}
+
 TEST(StepInference, WithNoRangesTheBatchSizedCopyMarksEachStep) {
   Built b(1);
   for (int k = 0; k < 7; ++k) {

@@ -27,30 +27,44 @@ std::int64_t trailing_number(const std::string& s) {
 
 }  // namespace
 
-std::uint64_t assign_steps(Trace& t, const std::vector<StepMark>* from_marks) {
+std::vector<std::size_t> kept_step_ranges(const Trace& t, std::uint32_t& consumer) {
   std::map<std::uint32_t, int> per_thread;
   for (const HostRange& r : t.ranges)
     if (r.role == Role::step) per_thread[r.thread]++;
-  if (per_thread.empty()) return 0;
-  std::uint32_t consumer = per_thread.begin()->first;
+  if (per_thread.empty()) return {};
+  consumer = per_thread.begin()->first;
   for (auto& [th, n] : per_thread)
     if (n > per_thread[consumer]) consumer = th;
-  // Outermost step ranges on the consumer, in time order; the rest become `user`.
-  std::vector<HostRange*> steps;
-  std::uint64_t demoted = 0;
-  for (HostRange& r : t.ranges)
-    if (r.role == Role::step) {
-      if (r.thread == consumer) steps.push_back(&r);
-      else { r.role = Role::user; demoted++; }
-    }
-  std::sort(steps.begin(), steps.end(), [](const HostRange* a, const HostRange* b) {
-    return a->begin_ns != b->begin_ns ? a->begin_ns < b->begin_ns : a->end_ns > b->end_ns;
+  std::vector<std::size_t> steps;
+  for (std::size_t i = 0; i < t.ranges.size(); ++i)
+    if (t.ranges[i].role == Role::step && t.ranges[i].thread == consumer) steps.push_back(i);
+  std::sort(steps.begin(), steps.end(), [&](std::size_t a, std::size_t b) {
+    const HostRange &x = t.ranges[a], &y = t.ranges[b];
+    return x.begin_ns != y.begin_ns ? x.begin_ns < y.begin_ns : x.end_ns > y.end_ns;
   });
+  std::vector<std::size_t> top;
+  for (std::size_t i : steps)
+    if (top.empty() || t.ranges[i].begin_ns >= t.ranges[top.back()].end_ns) top.push_back(i);
+  return top;
+}
+
+std::uint64_t assign_steps(Trace& t, const std::vector<StepMark>* from_marks) {
+  std::uint32_t consumer = 0;
+  const std::vector<std::size_t> kept = kept_step_ranges(t, consumer);
+  if (kept.empty()) return 0;
+  // The kept step ranges, in time order; the other step ranges become `user`.
   std::vector<HostRange*> top;
-  for (HostRange* r : steps) {
-    if (!top.empty() && r->begin_ns < top.back()->end_ns) { r->role = Role::user; demoted++; continue; }
-    top.push_back(r);
+  std::vector<bool> is_kept(t.ranges.size(), false);
+  for (std::size_t i : kept) {
+    top.push_back(&t.ranges[i]);
+    is_kept[i] = true;
   }
+  std::uint64_t demoted = 0;
+  for (std::size_t i = 0; i < t.ranges.size(); ++i)
+    if (t.ranges[i].role == Role::step && !is_kept[i]) {
+      t.ranges[i].role = Role::user;
+      demoted++;
+    }
   // Step ids: the number the names carry when they all carry distinct increasing ones (ProfilerStep#N),
   // else the ordinal.
   bool numbered = true;

@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "stalldx/record/merge.h"
 #include "stalldx/record/part_format.h"
 
 namespace stalldx::record {
@@ -231,10 +232,14 @@ StepEvidence infer_steps(Trace& t) {
         ev.passed_over.push_back(fmt::format("'{}' on {} ({} ranges): {}", f.key.substr(0, 60), thread_label(t, f.lane), f.ranges.size(), f.refused));
       if (!loop_iterations.empty()) {
         ev.rule = StepRule::python_loop;
+        // Iterations of several DataLoaders read in one loop (zip(a, b)) overlap: each loop iteration is a step once.
+        std::uint32_t lane = 0;
+        const std::size_t steps = kept_step_ranges(t, lane).size(), inside = loop_iterations.size() - steps;
         ev.found = backward_iterations == loop_iterations.size()
                        ? fmt::format("{} iterations of the training loop, from one backward pass to the next (the Python hook; no DataLoader)",
-                                     loop_iterations.size())
-                       : fmt::format("{} iterations of the loop over a DataLoader (the Python hook)", loop_iterations.size());
+                                     steps)
+                       : fmt::format("{} iterations of the loop over a DataLoader (the Python hook{})", steps,
+                                     inside == 0 ? "" : fmt::format("; {} iterations of other DataLoaders or threads overlapping them, not counted", inside));
         if (evaluation > 0)
           ev.found += fmt::format("; {} more without a backward pass (evaluation, not counted as steps)", evaluation);
         ev.how_to_override = "--step REGEX names your own step ranges; --no-python-hook turns the hook off";

@@ -85,6 +85,9 @@ std::size_t remove_parts_folder(const std::string& dir);
 // the first kept step, read off the first mark that begins where a kept step does; that number is then
 // in meta.config[kStepsBeforeTraceKey].
 std::uint64_t assign_steps(Trace& t, const std::vector<StepMark>* from_marks = nullptr);
+// The step ranges assign_steps keeps (indices into t.ranges, by begin time): on the thread with the most
+// step ranges (`consumer`), those not beginning inside an earlier kept one. Empty: no step ranges.
+std::vector<std::size_t> kept_step_ranges(const Trace& t, std::uint32_t& consumer);
 // meta.config keys: present when the trace begins at a ring's horizon (the text says how much went),
 // and the steps of the run before its first step (when the live step marks tell).
 inline constexpr const char* kHostRingKey = "host_ring";
