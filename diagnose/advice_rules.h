@@ -37,6 +37,9 @@ struct AdviceInputs {
 };
 
 void advise_startup(const AdviceInputs& in);
+// A new DataLoader iterator every step (`next(iter(loader))`): its workers start anew each step. Needs
+// no device records (the loop's shape, from the batches its steps waited for).
+void advise_iterator_per_step(const AdviceInputs& in);
 // Input that arrives unevenly (spikes, bursts) or keeps up.
 void advise_input_shape(const AdviceInputs& in);
 void advise_retrieval(const AdviceInputs& in);

@@ -114,10 +114,6 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
   // the steps after it (`basis`, their totals): the totals printed include it.
   const StartupSteps startup = find_startup_steps(rep);
   sum.headline = make_headline(rep, startup);
-  if (!rep.coverage.device_records) {
-    say(Advice::collect_device_records, "collect device records (CUPTI) to judge stalls against the device's timeline");
-    return;
-  }
   RunSummary basis;
   int startup_left = startup.count;
   for (const StepDiagnosis& s : rep.steps) {
@@ -126,6 +122,11 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
     else add_totals(basis, s);
   }
   const AdviceInputs in{t, ix, th, rep, sum, basis, startup, advice};
+  advise_iterator_per_step(in);
+  if (!rep.coverage.device_records) {
+    say(Advice::collect_device_records, "collect device records (CUPTI) to judge stalls against the device's timeline");
+    return;
+  }
   advise_startup(in);
   advise_input_shape(in);
   advise_retrieval(in);

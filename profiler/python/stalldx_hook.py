@@ -33,6 +33,11 @@ _BACKWARD_STEP_NAME = "training loop iteration (backward to backward)"
 # A DataLoader iteration in which no backward pass ran, once the process has made one (evaluation: a
 # validation loader under torch.no_grad): a range of role user, not a step.
 _EVAL_ITERATION_NAME = "DataLoader loop iteration without a backward pass (evaluation)"
+# A multi-process DataLoader iterator's construction: its worker processes started (once per epoch, or —
+# `next(iter(loader))` — every step).
+_ITERATOR_START_NAME = "DataLoader iterator start (worker processes)"
+# A persistent iterator's new pass (iter(loader) again): its workers told to resume, their prefetch refilled.
+_PASS_RESTART_NAME = "DataLoader pass restart (persistent workers resumed)"
 _names = {}  # name -> id in this process's names file (cleared in a forked child)
 _clock_buf = None
 _serials = itertools.count(0)  # the first iterator's batch ids are its plain indices

@@ -164,22 +164,39 @@ def _iter_init_patch(orig_init, multiprocess):
         from torch.utils.data._utils import worker
 
         worker._worker_loop = _WorkerLoop(serial)
+        t0, c0, q0 = _h._clocks()
         try:
             return orig_init(self, loader, *a, **k)
         finally:
             worker._worker_loop = _h._orig["worker_loop"]
+            # Starting the worker processes is the input pipeline's work on the loop's thread: a decode
+            # range of the consumer (the CPU side of the input), the first batch of this iterator its payload.
+            t1, c1, q1 = _h._clocks()
+            _h._emit(_h._ITERATOR_START_NAME, "decode", _h._batch_id(serial, 0, 0), t0, t1, c1 - c0,
+                     (q1 - q0) if q0 >= 0 and q1 >= 0 else -1)
 
     return __init__
 
 
 def _reset_patch(orig_reset):
+    # A new pass of the iterator (a persistent one's each epoch, or — iter(loader) every step — each step):
+    # an iteration still open (the pass left after a batch) ends at the next wait for a batch.
     def _reset(self, *a, **k):
         try:
             self._stalldx_epoch = getattr(self, "_stalldx_epoch", -1) + 1
-            self._stalldx_step_begin = None
+            first = k.get("first_iter", a[1] if len(a) > 1 else False)
         except Exception:
-            pass
-        return orig_reset(self, *a, **k)
+            return orig_reset(self, *a, **k)
+        if first or not hasattr(self, "_workers"):  # the start (timed by __init__), or no workers to resume
+            return orig_reset(self, *a, **k)
+        # A persistent iterator's new pass waits for its workers to resume: the input's work on this thread.
+        t0, c0, q0 = _h._clocks()
+        try:
+            return orig_reset(self, *a, **k)
+        finally:
+            t1, c1, q1 = _h._clocks()
+            _h._emit(_h._PASS_RESTART_NAME, "decode", _h._batch_id(self._stalldx_serial, self._stalldx_epoch, 0), t0, t1, c1 - c0,
+                     (q1 - q0) if q0 >= 0 and q1 >= 0 else -1)
 
     return _reset
 
@@ -201,6 +218,7 @@ def _next_patch(orig_next):
                 stalldx_hook_loop.stop(_h._local)
             except Exception:
                 pass
+        _close_orphan(t0)
         _close_step(self, t0)  # the previous iteration ends where this wait begins
         if not _h._dist_patched[0]:  # torch.distributed loads after torch.utils.data: patched at the loop's first batch
             _h._dist_patched[0] = True
@@ -222,29 +240,50 @@ def _next_patch(orig_next):
         _h._emit("DataLoader __next__ (wait for batch)", "wait_batch", batch, t0, t1, c1 - c0, (q1 - q0) if q0 >= 0 and q1 >= 0 else -1)
         self._stalldx_step_begin = (t0, _h._backwards[0])
         self._stalldx_prev_batch = batch
+        self._stalldx_yielded = getattr(self, "_stalldx_yielded", 0) + 1
         return data
 
     return __next__
 
 
-def _close_step(it, end):
+def _emit_iteration(begin, batch, end):
     """One iteration ends: a step, or — the process having made backward passes, none in this one — an
-    evaluation iteration (its wait for the batch stays a wait, outside any step)."""
+    evaluation iteration (its wait for the batch stays a wait, outside any step). begin: (ns, backwards)."""
+    backwards = _h._backwards[0]
+    if backwards > 0 and backwards == begin[1]:
+        _h._emit(_h._EVAL_ITERATION_NAME, "user", batch, begin[0], end)
+    else:
+        _h._emit(_h._STEP_NAME, "step", batch, begin[0], end)
+
+
+def _close_step(it, end):
     begin = getattr(it, "_stalldx_step_begin", None)
     if begin is not None:
         it._stalldx_step_begin = None
-        backwards = _h._backwards[0]
-        if backwards > 0 and backwards == begin[1]:
-            _h._emit(_h._EVAL_ITERATION_NAME, "user", it._stalldx_prev_batch, begin[0], end)
-        else:
-            _h._emit(_h._STEP_NAME, "step", it._stalldx_prev_batch, begin[0], end)
+        _emit_iteration(begin, it._stalldx_prev_batch, end)
+
+
+def _close_orphan(end):
+    """The iteration of an iterator dropped after its first batch (`next(iter(loader))` each step) ends
+    where this thread next waits for a batch: its step is the loop's, not the iterator's short life."""
+    orphan = getattr(_h._local, "orphan", None)
+    if orphan is not None:
+        _h._local.orphan = None
+        _emit_iteration(orphan[0], orphan[1], end)
 
 
 def _del_patch(orig_del):
-    # A loop left by `break` drops its iterator: the last iteration ends there.
+    # A loop left by `break` drops its iterator: the last iteration ends there. An iterator dropped after
+    # one batch (a new one each step) leaves its iteration open until the thread's next wait for a batch
+    # (lost if none comes: the loop's last step).
     def __del__(self):
         try:
-            _close_step(self, time.monotonic_ns())
+            if getattr(self, "_stalldx_yielded", 0) == 1 and getattr(self, "_stalldx_step_begin", None) is not None:
+                _close_orphan(time.monotonic_ns())  # an earlier one left open, with no wait since
+                _h._local.orphan = (self._stalldx_step_begin, self._stalldx_prev_batch)
+                self._stalldx_step_begin = None
+            else:
+                _close_step(self, time.monotonic_ns())
         except Exception:
             pass
         if orig_del is not None:

@@ -77,6 +77,37 @@ std::string all(const Report& r) {
   return s;
 }
 
+// Steps that each wait for the first batch of a pass (batch ids as the Python hook writes them: iterator
+// << 40 | pass << 24 | index): a new iterator every step (pass 0) advises making it once or persistent
+// workers; the same iterator restarted (pass k) never proposes persistent workers, which it has; a loop
+// over one iterator (index k) gets neither. With no device records the advice is still given.
+TEST(Advice, ANewIteratorEveryStepIsNamed) {
+  const auto loop = [](int shape, bool device) {  // 0: new iterator a step, 1: one iterator restarted, 2: one pass
+    Loop l({});
+    double t = 0;
+    for (int k = 0; k < 12; ++k) {
+      const std::int64_t batch = shape == 0 ? std::int64_t{k} << 40 : shape == 1 ? (std::int64_t{1} << 40) | (std::int64_t{k} << 24)
+                                                                                  : (std::int64_t{1} << 40) | k;
+      l.range(Role::decode, "start", t, t + 10, -1, -1, 0, 10);
+      l.range(Role::step, "step", t, t + 30.2, k, k);
+      l.range(Role::wait_batch, "wait_batch", t + 10, t + 30, k, batch);
+      l.range(Role::decode, "decode", t + 10, t + 30, -1, batch, 1, 19);
+      if (device) l.call("cudaLaunchKernel", t + 30, t + 30.1, k, ActivityKind::kernel, "k", t + 30.1, t + 30.2);
+      t += 30.2;
+    }
+    l.t.meta.cupti = device;
+    return diagnose(l.t);
+  };
+  for (const bool device : {true, false}) {
+    const Report fresh = loop(0, device), restarted = loop(1, device), one = loop(2, device);
+    ASSERT_TRUE(has(fresh, Advice::iterator_per_step)) << all(fresh);
+    EXPECT_NE(all(fresh).find("persistent_workers=True"), std::string::npos) << all(fresh);
+    ASSERT_TRUE(has(restarted, Advice::iterator_per_step)) << all(restarted);
+    EXPECT_EQ(all(restarted).find("persistent_workers"), std::string::npos) << all(restarted);
+    EXPECT_FALSE(has(one, Advice::iterator_per_step)) << all(one);
+  }
+}
+
 TEST(Advice, MoreWorkersOnlyWhenDecodeRanAndCoresAreFree) {
   const Report spare = diagnose(input_loop(Role::decode, 0.95, {{"workers", "4"}}, 16));
   EXPECT_TRUE(has(spare, Advice::more_workers)) << all(spare);

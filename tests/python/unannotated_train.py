@@ -35,6 +35,7 @@ p.add_argument("--no-loader", action="store_true", help="batches from a plain ge
 p.add_argument("--loader-threads", type=int, default=0, help="with --no-loader: batches made by this many threads of the loop's process, through a queue")
 p.add_argument("--slow-optimizer", type=float, default=0, help="the optimizer's step spins this many ms of CPU")
 p.add_argument("--validate", type=int, default=0, help="after each epoch, this many batches of a validation DataLoader under torch.no_grad()")
+p.add_argument("--iter-per-step", action="store_true", help="each step takes next(iter(loader)): a new iterator (or pass) every step")
 args = p.parse_args()
 
 
@@ -167,6 +168,14 @@ if __name__ == "__main__":
 
     opt = SlowSGD(model.parameters(), lr=0.01)
     done = 0
+    if args.iter_per_step:  # the classic mistake: a fresh iterator each step, its workers started anew
+        for done in range(1, args.steps + 1):
+            x, y = next(iter(loader))
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        args.epochs = 0
     for epoch in range(args.epochs):
         for x, y in loader:
             loss = torch.nn.functional.cross_entropy(model(x), y)

@@ -143,6 +143,25 @@ TEST_F(PythonHookEdges, ValidationIterationsAreNotSteps) {
   EXPECT_GE(t.induced, t.steps * 8 / 10) << r.out.substr(0, 2000);
 }
 
+// `next(iter(loader))` every step: each iterator is dropped after one batch (its iteration ends at the
+// next step's wait, not at the drop), and starting its workers is the input's time on the loop's thread.
+// The advice names the pattern; with persistent workers it does not propose them. Failed before: 1 step
+// found of 20 (the others were taken for evaluation iterations), the rest "the loop's own work".
+TEST_F(PythonHookEdges, ANewIteratorEveryStepIsFoundAndNamed) {
+  for (const bool persistent : {false, true}) {
+    const Recorded r = record(fmt::format("--iter-per-step --steps 20 --batch 8{}", persistent ? " --persistent" : ""));
+    ASSERT_EQ(r.rc, 0) << r.log;
+    const Tally t = tally(r.report, "decoding");
+    EXPECT_GE(t.steps, 16) << r.log;  // 20 less the warm-up and the last (its iteration never ends)
+    std::string advice;
+    for (const auto& a : r.report["summary"]["advice"])
+      if (a["kind"] == "iterator_per_step") advice = a["text"];
+    ASSERT_FALSE(advice.empty()) << persistent << "\n" << r.report["summary"]["advice"].dump();
+    EXPECT_EQ(advice.find("persistent_workers=True") != std::string::npos, !persistent) << advice;
+    EXPECT_NE(advice.find("it = iter(loader)"), std::string::npos) << advice;
+  }
+}
+
 // A loop that makes its own batches (a plain generator, no DataLoader), reading and transforming in the
 // loop's thread: steps from one backward pass to the next, the batch made between a backward and the next
 // forward, split into retrieval and decoding as a fetch is. Slow reads give retrieval, a heavy transform
