@@ -1,6 +1,8 @@
 #include "stalldx/diagnose/live.h"
 
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "headline.h"
@@ -33,15 +35,21 @@ LiveLine live_line(const Trace& snapshot, std::int64_t since_ns, std::int64_t no
   return l;
 }
 
+namespace {
+// The steps' time not spent waiting (input, submission, unattributed): the loop's own work — its compute,
+// or the device's when the loop waits on it — as far as host records tell.
+double own_work(const Headline& h) { return std::max(0.0, 1.0 - h.input - h.submission - h.unattributed); }
+}  // namespace
+
 std::string live_text(const LiveLine& l) {
   const auto clock = fmt::format("{:02}:{:02}:{:02}", static_cast<long>(l.elapsed_s) / 3600, static_cast<long>(l.elapsed_s) / 60 % 60,
                                  static_cast<long>(l.elapsed_s) % 60);
   if (l.steps == 0) return fmt::format("stalldx live {}: no step ended since the last line", clock);
   const Headline& h = l.headline;
   return fmt::format("stalldx live {}: steps {}-{} ({:.1f}/s): input {:.0f} % (retrieval {:.0f} %, decoding {:.0f} %), submission {:.0f} %, "
-                     "unattributed {:.0f} %{}",
+                     "unattributed {:.0f} %, the steps' own work {:.0f} %{}",
                      clock, l.first_step, l.last_step, l.steps_per_s, 100 * h.input, 100 * h.retrieval, 100 * h.decoding, 100 * h.submission,
-                     100 * h.unattributed, l.device_windows > 0 ? fmt::format(" [device windows so far: {}]", l.device_windows) : "");
+                     100 * h.unattributed, 100 * own_work(h), l.device_windows > 0 ? fmt::format(" [device windows so far: {}]", l.device_windows) : "");
 }
 
 std::string live_json(const LiveLine& l) {
@@ -55,7 +63,7 @@ std::string live_json(const LiveLine& l) {
     j["steps_per_s"] = l.steps_per_s;
     j["bound"] = bound_name(h.bound, false);
     j["share"] = {{"input", h.input}, {"retrieval", h.retrieval}, {"decoding", h.decoding}, {"submission", h.submission},
-                  {"unattributed", h.unattributed}};
+                  {"unattributed", h.unattributed}, {"own_work", own_work(h)}};
   }
   j["device_windows"] = l.device_windows;
   return j.dump();

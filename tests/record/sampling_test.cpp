@@ -371,6 +371,9 @@ TEST(RecordSample, LiveLinesReportTheInputShareWhileTheProgramRuns) {
     if (j["steps"].get<int>() == 0) continue;
     ++with_steps;
     EXPECT_GT(j["share"]["input"].get<double>(), 0.5) << line;
+    const auto& sh = j["share"];  // what the steps did not wait on is their own work: the shares make the whole
+    EXPECT_NEAR(sh["input"].get<double>() + sh["submission"].get<double>() + sh["unattributed"].get<double>() + sh["own_work"].get<double>(),
+                1.0, 0.01) << line;
     EXPECT_GT(j["steps_per_s"].get<double>(), 0) << line;
   }
   EXPECT_GE(lines, 1) << r.log;
