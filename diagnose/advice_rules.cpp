@@ -3,10 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
 
 #include "headline.h"
-#include "stalldx/record/part_format.h"
 #include "uneven_input.h"
 #include "whatif_internal.h"
 
@@ -43,35 +41,16 @@ void advise_startup(const AdviceInputs& in) {
                   which, 100 * in.startup.share, them, them, warmup));
 }
 
-void advise_iterator_per_step(const AdviceInputs& in) {
-  // The batch each steady step (after start-up) waited for first; a DataLoader's batch ids name the
-  // iterator, its pass and the batch's index in it (part_format.h): index 0 begins a pass — a new
-  // iterator's first (pass 0), or a persistent iterator's restart (pass > 0).
-  std::map<std::int64_t, std::int64_t> first_wait;  // step -> batch
-  for (const HostRange* r : in.ix.consumer_ranges)
-    if (r->role == Role::wait_batch && r->step >= 0 && r->batch >= 0) first_wait.try_emplace(r->step, r->batch);
-  const std::int64_t index_mask = (std::int64_t{1} << record::kBatchPassShift) - 1;
-  int steps = 0, fresh = 0, restarts = 0;
-  double input_ms = 0, window_ms = 0;
-  int startup_left = in.startup.count;
-  for (const StepDiagnosis& s : in.rep.steps) {
-    if (s.warmup || startup_left-- > 0) continue;
-    ++steps;
-    window_ms += s.window_ms;
-    const auto it = first_wait.find(s.step);
-    if (it == first_wait.end() || (it->second & index_mask) != 0) continue;
-    ++fresh;
-    restarts += (it->second >> record::kBatchPassShift & 0xFFFF) > 0 ? 1 : 0;
-    input_ms += s.class_ms[static_cast<std::size_t>(StallClass::retrieval)] + s.class_ms[static_cast<std::size_t>(StallClass::decoding)];
-  }
-  if (fresh < 3 || 2 * fresh < steps) return;
-  const bool persistent = 2 * restarts >= fresh;  // the same iterator restarted: its workers persist already
+void advise_iterator_per_step(const AdviceInputs& in, const IteratorRestarts& r) {
+  if (!r.found()) return;
+  const bool persistent = r.persistent();  // the same iterator restarted: its workers persist already
+  const auto fresh = static_cast<double>(r.fresh.size());
   in.say(Advice::iterator_per_step,
          fmt::format("{} every step: {} of {} steady steps waited for the first batch of a pass ({:.0f} ms of input waiting{} a step, "
                      "{:.0f}% of steady time) — {}nothing is prefetched across steps: make the iterator once (it = iter(loader) before "
                      "the loop, next(it) in it){}",
-                     persistent ? "the DataLoader restarted" : "a new DataLoader iterator", fresh, steps, input_ms / fresh,
-                     persistent ? "" : " and worker start-up", window_ms > 0 ? 100 * input_ms / window_ms : 0,
+                     persistent ? "the DataLoader restarted" : "a new DataLoader iterator", r.fresh.size(), r.steps, r.input_ms / fresh,
+                     persistent ? "" : " and worker start-up", r.window_ms > 0 ? 100 * r.input_ms / r.window_ms : 0,
                      persistent ? "" : "each one starts the loader's workers anew and ", persistent ? "" : ", or persistent_workers=True"));
 }
 

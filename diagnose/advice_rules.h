@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "iterator_restarts.h"
 #include "startup_steps.h"
 #include "trace_index.h"
 
@@ -39,7 +40,7 @@ struct AdviceInputs {
 void advise_startup(const AdviceInputs& in);
 // A new DataLoader iterator every step (`next(iter(loader))`): its workers start anew each step. Needs
 // no device records (the loop's shape, from the batches its steps waited for).
-void advise_iterator_per_step(const AdviceInputs& in);
+void advise_iterator_per_step(const AdviceInputs& in, const IteratorRestarts& restarts);
 // Input that arrives unevenly (spikes, bursts) or keeps up.
 void advise_input_shape(const AdviceInputs& in);
 void advise_retrieval(const AdviceInputs& in);

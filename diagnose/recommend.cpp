@@ -122,7 +122,15 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
     else add_totals(basis, s);
   }
   const AdviceInputs in{t, ix, th, rep, sum, basis, startup, advice};
-  advise_iterator_per_step(in);
+  const IteratorRestarts restarts = find_iterator_restarts(ix, rep, startup.count);
+  advise_iterator_per_step(in, restarts);
+  if (restarts.found())  // the step's own question follows the run's finding, not its decode's CPU ratio
+    for (StepDiagnosis& s : rep.steps)
+      if (restarts.fresh.count(s.step) > 0 && (s.verdict == Verdict::decoding || s.verdict == Verdict::retrieval ||
+                                               s.verdict == Verdict::input || s.verdict == Verdict::mixed || s.verdict == Verdict::no_device_records))
+        s.next_question = fmt::format("this step {} and waited for its first batch: make the iterator once (it = iter(loader) "
+                                      "before the loop, next(it) in it)",
+                                      restarts.persistent() ? "restarted the DataLoader's iterator" : "started a new DataLoader iterator (its workers)");
   if (!rep.coverage.device_records) {
     say(Advice::collect_device_records, "collect device records (CUPTI) to judge stalls against the device's timeline");
     return;

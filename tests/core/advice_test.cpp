@@ -102,6 +102,8 @@ TEST(Advice, ANewIteratorEveryStepIsNamed) {
     const Report fresh = loop(0, device), restarted = loop(1, device), one = loop(2, device);
     ASSERT_TRUE(has(fresh, Advice::iterator_per_step)) << all(fresh);
     EXPECT_NE(all(fresh).find("persistent_workers=True"), std::string::npos) << all(fresh);
+    EXPECT_NE(fresh.steps[6].next_question.find("started a new DataLoader iterator"), std::string::npos) << fresh.steps[6].next_question;
+    EXPECT_EQ(one.steps[6].next_question.find("DataLoader iterator"), std::string::npos) << one.steps[6].next_question;
     ASSERT_TRUE(has(restarted, Advice::iterator_per_step)) << all(restarted);
     EXPECT_EQ(all(restarted).find("persistent_workers"), std::string::npos) << all(restarted);
     EXPECT_FALSE(has(one, Advice::iterator_per_step)) << all(one);

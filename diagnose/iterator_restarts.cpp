@@ -1,0 +1,29 @@
+// A DataLoader iterator made every step (iterator_restarts.h).
+#include "iterator_restarts.h"
+
+#include <map>
+
+#include "stalldx/record/part_format.h"
+
+namespace stalldx::diagnose {
+
+IteratorRestarts find_iterator_restarts(const TraceIndex& ix, const Report& rep, int skip) {
+  std::map<std::int64_t, std::int64_t> first_wait;  // step -> the batch it waited for first
+  for (const HostRange* r : ix.consumer_ranges)
+    if (r->role == Role::wait_batch && r->step >= 0 && r->batch >= 0) first_wait.try_emplace(r->step, r->batch);
+  const std::int64_t index_mask = (std::int64_t{1} << record::kBatchPassShift) - 1;
+  IteratorRestarts out;
+  for (const StepDiagnosis& s : rep.steps) {
+    if (s.warmup || skip-- > 0) continue;
+    ++out.steps;
+    out.window_ms += s.window_ms;
+    const auto it = first_wait.find(s.step);
+    if (it == first_wait.end() || (it->second & index_mask) != 0) continue;
+    out.fresh.insert(s.step);
+    out.restarts += (it->second >> record::kBatchPassShift & 0xFFFF) > 0 ? 1 : 0;
+    out.input_ms += s.class_ms[static_cast<std::size_t>(StallClass::retrieval)] + s.class_ms[static_cast<std::size_t>(StallClass::decoding)];
+  }
+  return out;
+}
+
+}  // namespace stalldx::diagnose

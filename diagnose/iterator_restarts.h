@@ -1,0 +1,28 @@
+// Internal: a DataLoader iterator made (or restarted) every step — `next(iter(loader))` in the loop —
+// found from the batches the steps waited for (recommend.cpp advises on it and says so in those steps).
+#pragma once
+
+#include <set>
+
+#include "stalldx/diagnose/diagnosis.h"
+#include "trace_index.h"
+
+namespace stalldx::diagnose {
+
+struct IteratorRestarts {
+  int steps = 0;                // steady steps looked at (after start-up)
+  std::set<std::int64_t> fresh;  // of them, the steps whose first wait was for a pass's first batch
+  int restarts = 0;             // of those, a persistent iterator's later pass (its workers were kept)
+  double input_ms = 0;          // the fresh steps' input stall (retrieval + decoding: waits and worker start-up)
+  double window_ms = 0;         // every looked-at step's window
+  // Most steps (at least 3, at least half) began a pass: the loop makes its iterator each step.
+  bool found() const { return fresh.size() >= 3 && 2 * static_cast<int>(fresh.size()) >= steps; }
+  bool persistent() const { return 2 * restarts >= static_cast<int>(fresh.size()); }
+};
+
+// Over the steady steps of `rep` after the first `skip` (start-up). Batch ids as the Python hook writes
+// them (part_format.h: iterator, pass, index in the pass); other sources' batch numbers never look fresh
+// past batch 0.
+IteratorRestarts find_iterator_restarts(const TraceIndex& ix, const Report& rep, int skip);
+
+}  // namespace stalldx::diagnose
