@@ -54,6 +54,15 @@ void advise_iterator_per_step(const AdviceInputs& in, const IteratorRestarts& r)
                      persistent ? "" : "each one starts the loader's workers anew and ", persistent ? "" : ", or persistent_workers=True"));
 }
 
+void advise_worker_restarts(const AdviceInputs& in, const IteratorRestarts& r) {
+  if (!r.costly_epoch_starts(kWorkerRestartShare)) return;
+  in.say(Advice::worker_restarts,
+         fmt::format("worker start-up every epoch: {} steps began a new DataLoader iterator (its worker processes started, then its first "
+                     "batch made), {:.0f} ms over the median step ({:.0f} ms) each — {:.0f}% of steady time: persistent_workers=True keeps "
+                     "the workers from one epoch to the next",
+                     r.new_iterators, r.new_iterator_excess_ms / r.new_iterators, r.median_window_ms, 100 * r.new_iterator_excess_ms / r.window_ms));
+}
+
 void advise_input_shape(const AdviceInputs& in) {
   const UnevenInput uneven = find_uneven_input(in.ix, in.rep, in.startup.count);
   if (uneven.found) {

@@ -41,6 +41,10 @@ void advise_startup(const AdviceInputs& in);
 // A new DataLoader iterator every step (`next(iter(loader))`): its workers start anew each step. Needs
 // no device records (the loop's shape, from the batches its steps waited for).
 void advise_iterator_per_step(const AdviceInputs& in, const IteratorRestarts& restarts);
+// New iterators at epochs' starts (not every step) whose worker start-up costs kWorkerRestartShare of the
+// steady window or more: persistent workers. Never for a persistent iterator (its passes are restarts).
+inline constexpr double kWorkerRestartShare = 0.1;
+void advise_worker_restarts(const AdviceInputs& in, const IteratorRestarts& restarts);
 // Input that arrives unevenly (spikes, bursts) or keeps up.
 void advise_input_shape(const AdviceInputs& in);
 void advise_retrieval(const AdviceInputs& in);

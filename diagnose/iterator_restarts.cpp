@@ -1,7 +1,9 @@
 // A DataLoader iterator made every step (iterator_restarts.h).
 #include "iterator_restarts.h"
 
+#include <algorithm>
 #include <map>
+#include <vector>
 
 #include "stalldx/record/part_format.h"
 
@@ -13,16 +15,27 @@ IteratorRestarts find_iterator_restarts(const TraceIndex& ix, const Report& rep,
     if (r->role == Role::wait_batch && r->step >= 0 && r->batch >= 0) first_wait.try_emplace(r->step, r->batch);
   const std::int64_t index_mask = (std::int64_t{1} << record::kBatchPassShift) - 1;
   IteratorRestarts out;
+  std::vector<double> windows;
+  std::vector<double> new_iterator_windows;
   for (const StepDiagnosis& s : rep.steps) {
     if (s.warmup || skip-- > 0) continue;
     ++out.steps;
     out.window_ms += s.window_ms;
+    windows.push_back(s.window_ms);
     const auto it = first_wait.find(s.step);
     if (it == first_wait.end() || (it->second & index_mask) != 0) continue;
     out.fresh.insert(s.step);
-    out.restarts += (it->second >> record::kBatchPassShift & 0xFFFF) > 0 ? 1 : 0;
+    const bool restart = (it->second >> record::kBatchPassShift & 0xFFFF) > 0;
+    out.restarts += restart ? 1 : 0;
+    if (!restart) new_iterator_windows.push_back(s.window_ms);
     out.input_ms += s.class_ms[static_cast<std::size_t>(StallClass::retrieval)] + s.class_ms[static_cast<std::size_t>(StallClass::decoding)];
   }
+  if (windows.empty()) return out;
+  const auto mid = windows.begin() + static_cast<std::ptrdiff_t>(windows.size() / 2);
+  std::nth_element(windows.begin(), mid, windows.end());
+  out.median_window_ms = *mid;
+  out.new_iterators = static_cast<int>(new_iterator_windows.size());
+  for (double w : new_iterator_windows) out.new_iterator_excess_ms += std::max(0.0, w - out.median_window_ms);
   return out;
 }
 

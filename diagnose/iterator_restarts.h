@@ -15,9 +15,17 @@ struct IteratorRestarts {
   int restarts = 0;             // of those, a persistent iterator's later pass (its workers were kept)
   double input_ms = 0;          // the fresh steps' input stall (retrieval + decoding: waits and worker start-up)
   double window_ms = 0;         // every looked-at step's window
+  double median_window_ms = 0;  // the median looked-at step's window
+  double new_iterator_excess_ms = 0;  // the steps that began a new iterator (pass 0): their windows over the median, summed
+  int new_iterators = 0;              // those steps
   // Most steps (at least 3, at least half) began a pass: the loop makes its iterator each step.
   bool found() const { return fresh.size() >= 3 && 2 * static_cast<int>(fresh.size()) >= steps; }
   bool persistent() const { return 2 * restarts >= static_cast<int>(fresh.size()); }
+  // Not every step, but new iterators (an epoch's, each starting its worker processes) cost at least
+  // `share` of the steady window over what a median step takes.
+  bool costly_epoch_starts(double share) const {
+    return !found() && new_iterators >= 2 && window_ms > 0 && new_iterator_excess_ms >= share * window_ms;
+  }
 };
 
 // Over the steady steps of `rep` after the first `skip` (start-up). Batch ids as the Python hook writes

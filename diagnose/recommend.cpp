@@ -124,6 +124,7 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
   const AdviceInputs in{t, ix, th, rep, sum, basis, startup, advice};
   const IteratorRestarts restarts = find_iterator_restarts(ix, rep, startup.count);
   advise_iterator_per_step(in, restarts);
+  advise_worker_restarts(in, restarts);
   if (restarts.found())  // the step's own question follows the run's finding, not its decode's CPU ratio
     for (StepDiagnosis& s : rep.steps)
       if (restarts.fresh.count(s.step) > 0 && (s.verdict == Verdict::decoding || s.verdict == Verdict::retrieval ||

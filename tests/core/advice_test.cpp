@@ -110,6 +110,33 @@ TEST(Advice, ANewIteratorEveryStepIsNamed) {
   }
 }
 
+// Epochs of 8 steps; each epoch's first step waits for a new iterator's first batch. When those steps
+// cost 60 ms against 20 ms (worker start-up: 20 % of the steady window) the advice is persistent workers;
+// not when they cost what the others do, and never for a persistent iterator (its epochs are passes).
+TEST(Advice, CostlyWorkerStartUpEachEpochAsksForPersistentWorkers) {
+  const auto loop = [](double epoch_start_ms, bool persistent) {
+    Loop l({});
+    double t = 0;
+    for (int k = 0; k < 24; ++k) {
+      const std::int64_t epoch = k / 8, index = k % 8;
+      const std::int64_t batch = persistent ? (std::int64_t{1} << 40) | (epoch << 24) | index : (epoch << 40) | index;
+      const double wait = index == 0 ? epoch_start_ms - 5 : 15;
+      l.range(Role::step, "step", t, t + wait + 5, k, k);
+      l.range(Role::wait_batch, "wait_batch", t, t + wait, k, batch);
+      l.range(Role::decode, "decode", t, t + wait, -1, batch, 1, wait * 0.95);
+      l.call("cudaLaunchKernel", t + wait, t + wait + 0.1, k, ActivityKind::kernel, "k", t + wait + 0.1, t + wait + 5);
+      t += wait + 5;
+    }
+    return diagnose(l.t);
+  };
+  const Report costly = loop(60, false), cheap = loop(22, false), kept = loop(60, true);
+  EXPECT_TRUE(has(costly, Advice::worker_restarts)) << all(costly);
+  EXPECT_NE(all(costly).find("persistent_workers=True"), std::string::npos) << all(costly);
+  EXPECT_FALSE(has(costly, Advice::iterator_per_step)) << all(costly);
+  EXPECT_FALSE(has(cheap, Advice::worker_restarts)) << all(cheap);
+  EXPECT_FALSE(has(kept, Advice::worker_restarts)) << all(kept);
+}
+
 TEST(Advice, MoreWorkersOnlyWhenDecodeRanAndCoresAreFree) {
   const Report spare = diagnose(input_loop(Role::decode, 0.95, {{"workers", "4"}}, 16));
   EXPECT_TRUE(has(spare, Advice::more_workers)) << all(spare);
