@@ -58,9 +58,10 @@ void advise_worker_restarts(const AdviceInputs& in, const IteratorRestarts& r) {
   if (!r.costly_epoch_starts(kWorkerRestartShare)) return;
   in.say(Advice::worker_restarts,
          fmt::format("worker start-up every epoch: {} steps began a new DataLoader iterator (its worker processes started, then its first "
-                     "batch made), {:.0f} ms over the median step ({:.0f} ms) each — {:.0f}% of steady time: persistent_workers=True keeps "
-                     "the workers from one epoch to the next",
-                     r.new_iterators, r.new_iterator_excess_ms / r.new_iterators, r.median_window_ms, 100 * r.new_iterator_excess_ms / r.window_ms));
+                     "batch made), {:.0f} ms each between the steps and over the median step ({:.0f} ms) — {:.0f}% of the steps' time: "
+                     "persistent_workers=True keeps the workers from one epoch to the next",
+                     r.new_iterators, r.epoch_start_ms() / r.new_iterators, r.median_window_ms,
+                     100 * r.epoch_start_ms() / (r.window_ms + r.new_iterator_gap_ms)));
 }
 
 void advise_input_shape(const AdviceInputs& in) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "stalldx/record/part_format.h"
@@ -17,7 +18,9 @@ IteratorRestarts find_iterator_restarts(const TraceIndex& ix, const Report& rep,
   IteratorRestarts out;
   std::vector<double> windows;
   std::vector<double> new_iterator_windows;
+  const StepDiagnosis* previous = nullptr;
   for (const StepDiagnosis& s : rep.steps) {
+    const StepDiagnosis* before = std::exchange(previous, &s);
     if (s.warmup || skip-- > 0) continue;
     ++out.steps;
     out.window_ms += s.window_ms;
@@ -27,7 +30,11 @@ IteratorRestarts find_iterator_restarts(const TraceIndex& ix, const Report& rep,
     out.fresh.insert(s.step);
     const bool restart = (it->second >> record::kBatchPassShift & 0xFFFF) > 0;
     out.restarts += restart ? 1 : 0;
-    if (!restart) new_iterator_windows.push_back(s.window_ms);
+    if (!restart && out.steps > 1) {  // the run's first iterator starts its workers with persistent ones too
+      new_iterator_windows.push_back(s.window_ms);
+      if (before != nullptr && before->step + 1 == s.step)
+        out.new_iterator_gap_ms += std::max(0.0, s.window_begin_ms - before->window_end_ms);
+    }
     out.input_ms += s.class_ms[static_cast<std::size_t>(StallClass::retrieval)] + s.class_ms[static_cast<std::size_t>(StallClass::decoding)];
   }
   if (windows.empty()) return out;

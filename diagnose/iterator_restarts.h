@@ -17,15 +17,17 @@ struct IteratorRestarts {
   double window_ms = 0;         // every looked-at step's window
   double median_window_ms = 0;  // the median looked-at step's window
   double new_iterator_excess_ms = 0;  // the steps that began a new iterator (pass 0): their windows over the median, summed
-  int new_iterators = 0;              // those steps
+  double new_iterator_gap_ms = 0;     // the time outside any step just before those steps (the new iterator made there)
+  int new_iterators = 0;              // those steps (not the first looked-at step: any loader starts once)
   // Most steps (at least 3, at least half) began a pass: the loop makes its iterator each step.
   bool found() const { return fresh.size() >= 3 && 2 * static_cast<int>(fresh.size()) >= steps; }
   bool persistent() const { return 2 * restarts >= static_cast<int>(fresh.size()); }
   // Not every step, but new iterators (an epoch's, each starting its worker processes) cost at least
   // `share` of the steady window over what a median step takes.
   bool costly_epoch_starts(double share) const {
-    return !found() && new_iterators >= 2 && window_ms > 0 && new_iterator_excess_ms >= share * window_ms;
+    return !found() && new_iterators >= 2 && window_ms > 0 && epoch_start_ms() >= share * (window_ms + new_iterator_gap_ms);
   }
+  double epoch_start_ms() const { return new_iterator_excess_ms + new_iterator_gap_ms; }
 };
 
 // Over the steady steps of `rep` after the first `skip` (start-up). Batch ids as the Python hook writes
