@@ -39,6 +39,15 @@ TEST(RoleMap, DefaultsCoverPyTorchDaliAndStalldxNames) {
   // The seed's data_load holds retrieval and submission: unmapped, so the diagnosis can say so.
   EXPECT_FALSE(m.match("data_load", "").has_value());
   EXPECT_FALSE(m.match("my_custom_thing", "").has_value());
+  // Names people give their loop's parts, in their own spelling.
+  for (const auto& [name, role] : std::vector<std::pair<const char*, Role>>{
+           {"epoch 1 step 3", Role::step}, {"get_next_batch", Role::wait_batch}, {"batch_fetch", Role::wait_batch},
+           {"HtoD", Role::submit}, {"host_to_device", Role::submit}, {"move_to_device", Role::submit}, {"cuda_copy", Role::submit},
+           {"zero_grad", Role::compute}, {"file_read", Role::retrieval}, {"disk_read", Role::retrieval}, {"s3_get", Role::retrieval},
+           {"jpeg_decode", Role::decode}, {"DecodeImage", Role::decode}, {"RandomResizedCrop", Role::decode}, {"resize", Role::decode},
+           {"normalize", Role::decode}})
+    EXPECT_EQ(m.match(name, ""), role) << name;
+  EXPECT_FALSE(m.match("DtoH", "").has_value()) << "a copy back is no submission of input";
 }
 
 TEST(RoleMap, UserRulesComeFirstAndBadFilesNameTheLine) {

@@ -38,11 +38,13 @@ constexpr Default kDefaults[] = {
     // the wait cannot be split.
     {"^_(train(ing)?_)?(step|iter|iteration)" N, Role::step, true},
     {"^_(batch|train(ing)?_batch)_\\d+_$", Role::step, true},
-    {"^_(data_?wait|wait_?(for_)?(data|batch|input)|data_?loader(_iter(ator)?)?(_next)?|next_?batch|get_?batch|fetch(_batch|_data)?|"
+    {"^_epoch_\\d+_(step|iter|iteration|batch)_\\d+_$", Role::step, true},  // "epoch 1 step 3"
+    {"^_(data_?wait|wait_?(for_)?(data|batch|input)|data_?loader(_iter(ator)?)?(_next)?|(get_?)?next_?batch|get_?batch|fetch(_batch|_data|_next(_batch)?)?|batch_?fetch|"
      "load_?batch|input(_wait)?)" N,
      Role::wait_batch, true},
-    {"^_(h_?2_?d|to_?(device|gpu|cuda)|copy_?to_?(device|gpu|cuda)|transfer|memcpy|submit)" N, Role::submit, true},
-    {"^_((model|net|train(ing)?)_)?(forward|backward|fwd|bwd|optimizer(_step)?|optim(izer)?_step|opt_step|loss(_backward)?)(_pass)?" N,
+    {"^_(h_?2_?d|hto_?d|h_to_d|host_to_device|(move_)?to_?(device|gpu|cuda)|copy_?to_?(device|gpu|cuda)|cuda_copy|transfer|memcpy|submit)" N,
+     Role::submit, true},
+    {"^_((model|net|train(ing)?)_)?(forward|backward|fwd|bwd|optimizer(_step)?|optim(izer)?_step|opt_step|(optimizer_)?zero_grad|loss(_backward)?)(_pass)?" N,
      Role::compute, true},
     // Collectives as people and frameworks name them: allreduce, all_reduce, AllGather, torch's
     // "nccl:all_reduce" / "gloo:broadcast" / "c10d::allreduce_" (Kineto), a rank's "barrier".
@@ -50,8 +52,12 @@ constexpr Default kDefaults[] = {
      "broadcast|barrier|all_?to_?all(_base)?)" N,
      Role::collective, true},
     {"^_(sync|synchronize|cuda_synchronize|device_sync(hronize)?)" N, Role::sync, true},
-    {"^_(read(_file|_image|_sample|_bytes|_batch|_data)?|load(_file|_image|_bytes)?|retrieval|fetch_sample)" N, Role::retrieval, true},
-    {"^_(decode(_transform)?|transforms?|augment(ation)?|preprocess(ing)?|get_?item|load_sample)" N, Role::decode, true},
+    {"^_(read(_file|_image|_sample|_bytes|_batch|_data)?|(file|disk)_read|read_from_(disk|storage)|load(_file|_image|_bytes)?|retrieval|"
+     "fetch_sample|download|(s_3|gcs|blob)_(get|read|download))" N,
+     Role::retrieval, true},
+    {"^_(decode(_transform)?|(jpeg|image|img)_decode|decode_(jpeg|image|img)|transforms?|augment(ation)?|preprocess(ing)?|get_?item|load_sample|"
+     "resize|(random_)?(resized_)?crop|(random_)?flip|normalize)" N,
+     Role::decode, true},
     {"^_collate(_fn)?" N, Role::collate, true},
 };
 #undef N
