@@ -32,6 +32,7 @@ IteratorRestarts find_iterator_restarts(const TraceIndex& ix, const Report& rep,
     out.restarts += restart ? 1 : 0;
     if (!restart && out.steps > 1) {  // the run's first iterator starts its workers with persistent ones too
       new_iterator_windows.push_back(s.window_ms);
+      out.new_iterator_steps.insert(s.step);
       if (before != nullptr && before->step + 1 == s.step)
         out.new_iterator_gap_ms += std::max(0.0, s.window_begin_ms - before->window_end_ms);
     }

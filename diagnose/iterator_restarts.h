@@ -19,6 +19,7 @@ struct IteratorRestarts {
   double new_iterator_excess_ms = 0;  // the steps that began a new iterator (pass 0): their windows over the median, summed
   double new_iterator_gap_ms = 0;     // the time outside any step just before those steps (the new iterator made there)
   int new_iterators = 0;              // those steps (not the first looked-at step: any loader starts once)
+  std::set<std::int64_t> new_iterator_steps;  // their step numbers
   // Most steps (at least 3, at least half) began a pass: the loop makes its iterator each step.
   bool found() const { return fresh.size() >= 3 && 2 * static_cast<int>(fresh.size()) >= steps; }
   bool persistent() const { return 2 * restarts >= static_cast<int>(fresh.size()); }

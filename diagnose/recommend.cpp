@@ -125,13 +125,20 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
   const IteratorRestarts restarts = find_iterator_restarts(ix, rep, startup.count);
   advise_iterator_per_step(in, restarts);
   advise_worker_restarts(in, restarts);
-  if (restarts.found())  // the step's own question follows the run's finding, not its decode's CPU ratio
-    for (StepDiagnosis& s : rep.steps)
-      if (restarts.fresh.count(s.step) > 0 && (s.verdict == Verdict::decoding || s.verdict == Verdict::retrieval ||
-                                               s.verdict == Verdict::input || s.verdict == Verdict::mixed || s.verdict == Verdict::no_device_records))
-        s.next_question = fmt::format("this step {} and waited for its first batch: make the iterator once (it = iter(loader) "
-                                      "before the loop, next(it) in it)",
-                                      restarts.persistent() ? "restarted the DataLoader's iterator" : "started a new DataLoader iterator (its workers)");
+  // The steps behind those findings ask what the run's finding says, not what their decode's CPU ratio would.
+  const bool per_step = restarts.found(), per_epoch = restarts.costly_epoch_starts(kWorkerRestartShare);
+  for (StepDiagnosis& s : rep.steps) {
+    const bool waited_on_input = s.verdict == Verdict::decoding || s.verdict == Verdict::retrieval || s.verdict == Verdict::input ||
+                                 s.verdict == Verdict::mixed || s.verdict == Verdict::no_device_records;
+    if (!waited_on_input) continue;
+    if (per_step && restarts.fresh.count(s.step) > 0)
+      s.next_question = fmt::format("this step {} and waited for its first batch: make the iterator once (it = iter(loader) "
+                                    "before the loop, next(it) in it)",
+                                    restarts.persistent() ? "restarted the DataLoader's iterator" : "started a new DataLoader iterator (its workers)");
+    else if (per_epoch && restarts.new_iterator_steps.count(s.step) > 0)
+      s.next_question = "this step began an epoch's new DataLoader iterator (its worker processes started anew) and waited for its first "
+                        "batch: persistent_workers=True keeps the workers from one epoch to the next";
+  }
   if (!rep.coverage.device_records) {
     say(Advice::collect_device_records, "collect device records (CUPTI) to judge stalls against the device's timeline");
     return;

@@ -131,6 +131,8 @@ TEST(Advice, CostlyWorkerStartUpEachEpochAsksForPersistentWorkers) {
   };
   const Report costly = loop(60, false), cheap = loop(22, false), kept = loop(60, true);
   EXPECT_TRUE(has(costly, Advice::worker_restarts)) << all(costly);
+  EXPECT_NE(costly.steps[16].next_question.find("persistent_workers=True"), std::string::npos) << costly.steps[16].next_question;
+  EXPECT_EQ(costly.steps[17].next_question.find("persistent_workers"), std::string::npos) << costly.steps[17].next_question;
   EXPECT_NE(all(costly).find("persistent_workers=True"), std::string::npos) << all(costly);
   EXPECT_FALSE(has(costly, Advice::iterator_per_step)) << all(costly);
   EXPECT_FALSE(has(cheap, Advice::worker_restarts)) << all(cheap);
