@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <array>
 #include <map>
 
 #include "input_split.h"
@@ -213,7 +214,23 @@ InputSplit split_wait(const TraceIndex& ix, const HostRange& w) {
   // had its reads taken no time, it would have been ready that much earlier, whichever part of its work
   // happened to overlap the wait (a worker building a batch alone finishes with its last sample's decode,
   // so a short wait overlaps only decoding). Producers matched by time only: by what overlapped the wait.
+  // Where several threads made the batch (samples in parallel), it was ready when the last of them
+  // finished: that thread's own reads and decodes of the batch are what the wait waited on (one slow read
+  // among many fast decodes is retrieval), not the whole batch's work summed over threads.
   const bool own_batch = it != ix.producer_by_batch.end();
+  if (own_batch) {
+    std::map<std::uint32_t, std::array<double, 2>> per_thread;  // thread -> (read, decode) wall of the batch
+    std::uint32_t last = 0;
+    std::int64_t last_end = INT64_MIN;
+    for (const HostRange* p : producers) {
+      per_thread[p->thread][p->role == Role::retrieval ? 0 : 1] += ms(p->end_ns - p->begin_ns);
+      if (p->end_ns > last_end) { last_end = p->end_ns; last = p->thread; }
+    }
+    if (per_thread.size() > 1) {
+      const auto [r, d] = per_thread[last];
+      if (r + d > 0) { r_tot = r; d_tot = d; }
+    }
+  }
   if (own_batch && r_tot + d_tot > 0) {
     s.retrieval_fraction = r_tot / (r_tot + d_tot);
     s.known = true;

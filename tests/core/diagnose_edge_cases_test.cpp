@@ -64,6 +64,28 @@ TEST(EdgeCases, AWaitAndTheConsumersOwnDecodeOfTheSameSpanAreDecoding) {
   }
 }
 
+// A batch made by four threads in parallel (samples, not batches, per thread): three decode 12 ms each,
+// the fourth reads one slow file for 40 ms, then decodes 1 ms. The batch was ready when that thread
+// finished: its wait is retrieval. Split by the whole batch's work (40 of 77 ms reading) it was a 52/48
+// mixed step — what made spike steps flip between retrieval and mixed from run to run.
+TEST(EdgeCases, ABatchMadeInParallelWaitsOnItsLastThread) {
+  Builder b;
+  for (std::uint32_t th = 2; th <= 4; ++th) b.t.threads.push_back({th, 100 + th, "worker"});
+  double t = 0;
+  for (int k = 0; k < 12; ++k) {
+    b.range(Role::step, "step", t, t + 51, k, k);
+    b.range(Role::wait_batch, "wait_batch", t, t + 41, k, k);
+    for (std::uint32_t th = 1; th <= 3; ++th) b.range(Role::decode, "decode", t, t + 12, -1, k, th, 11.5);
+    b.range(Role::retrieval, "read", t, t + 40, -1, k, 4, 0.2);
+    b.range(Role::decode, "decode", t + 40, t + 41, -1, k, 4, 0.95);
+    b.launch("cudaLaunchKernel", t + 41, t + 41.1, ActivityKind::kernel, "k", t + 41.1, t + 51, k);
+    t += 51;
+  }
+  const Report r = diagnose(b.t);
+  EXPECT_EQ(count(r, Verdict::retrieval), 12);
+  EXPECT_GT(r.steps[5].class_ms[0], 0.9 * r.steps[5].stall_ms) << r.steps[5].evidence;
+}
+
 TEST(EdgeCases, DeviceWorkFinishingAfterItsHostRange) {
   Builder b;
   for (int k = 0; k < 3; ++k) {
