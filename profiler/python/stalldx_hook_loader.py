@@ -164,18 +164,35 @@ def _iter_init_patch(orig_init, multiprocess):
         from torch.utils.data._utils import worker
 
         worker._worker_loop = _WorkerLoop(serial)
-        t0, c0, q0 = _h._clocks()
+        t0, c0, q0 = _clocks_or_none()
         try:
             return orig_init(self, loader, *a, **k)
         finally:
             worker._worker_loop = _h._orig["worker_loop"]
             # Starting the worker processes is the input pipeline's work on the loop's thread: a decode
             # range of the consumer (the CPU side of the input), the first batch of this iterator its payload.
-            t1, c1, q1 = _h._clocks()
-            _h._emit(_h._ITERATOR_START_NAME, "decode", _h._batch_id(serial, 0, 0), t0, t1, c1 - c0,
-                     (q1 - q0) if q0 >= 0 and q1 >= 0 else -1)
+            _emit_loader_work(_h._ITERATOR_START_NAME, serial, 0, t0, c0, q0)
 
     return __init__
+
+
+def _clocks_or_none():
+    try:
+        return _h._clocks()
+    except Exception:
+        return None, None, None
+
+
+def _emit_loader_work(name, serial, epoch, t0, c0, q0):
+    """The loader's own work on the loop's thread since (t0, c0, q0), as a decode range whose payload is
+    the pass's first batch. Never raises: it runs in a `finally` of the program's own call."""
+    if t0 is None:
+        return
+    try:
+        t1, c1, q1 = _h._clocks()
+        _h._emit(name, "decode", _h._batch_id(serial, epoch, 0), t0, t1, c1 - c0, (q1 - q0) if q0 >= 0 and q1 >= 0 else -1)
+    except Exception:
+        pass
 
 
 def _reset_patch(orig_reset):
@@ -190,13 +207,11 @@ def _reset_patch(orig_reset):
         if first or not hasattr(self, "_workers"):  # the start (timed by __init__), or no workers to resume
             return orig_reset(self, *a, **k)
         # A persistent iterator's new pass waits for its workers to resume: the input's work on this thread.
-        t0, c0, q0 = _h._clocks()
+        t0, c0, q0 = _clocks_or_none()
         try:
             return orig_reset(self, *a, **k)
         finally:
-            t1, c1, q1 = _h._clocks()
-            _h._emit(_h._PASS_RESTART_NAME, "decode", _h._batch_id(self._stalldx_serial, self._stalldx_epoch, 0), t0, t1, c1 - c0,
-                     (q1 - q0) if q0 >= 0 and q1 >= 0 else -1)
+            _emit_loader_work(_h._PASS_RESTART_NAME, getattr(self, "_stalldx_serial", 0), self._stalldx_epoch, t0, c0, q0)
 
     return _reset
 
