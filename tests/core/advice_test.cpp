@@ -8,34 +8,12 @@
 
 #include "stalldx/diagnose/diagnosis.h"
 #include "stalldx/trace_io.h"
-#include "diagnose_traces.h"
+#include "advice_support.h"
 
 namespace stalldx::diagnose {
 namespace {
 
-using test_traces::kMs;
-
-// A loop of a recorded config on a host of `cpus` CPUs, no warm-up; call() launches device work of 1 MiB.
-struct Loop : test_traces::Builder {
-  explicit Loop(const std::map<std::string, std::string>& config, int cpus = 16) {
-    t.meta.device.clear();
-    t.meta.config = config;
-    t.meta.config["warmup"] = "0";
-    t.meta.host_facts = HostFacts{cpus, cpus, 0.5, 0.5};
-  }
-  void call(const char* api, double b, double e, std::int64_t step, ActivityKind kind, const char* name, double ab, double ae,
-            MemKind mem = MemKind::none) {
-    launch(api, b, e, kind, name, ab, ae, step, DeviceActivity{}.stream, mem, 1 << 20);
-  }
-  // Step k from time t: it waits `wait` ms for batch k (the caller adds the batch's producer range),
-  // then launches a `kernel_ms` kernel. Returns when the next step begins.
-  double waiting_step(std::int64_t k, double t, double wait, double kernel_ms) {
-    range(Role::step, "step", t, t + wait + 0.2, k, k);
-    range(Role::wait_batch, "wait_batch", t, t + wait, k, k);
-    call("cudaLaunchKernel", t + wait, t + wait + 0.1, k, ActivityKind::kernel, "k", t + wait + 0.1, t + wait + 0.1 + kernel_ms);
-    return t + wait + 0.1 + kernel_ms;
-  }
-};
+using namespace advice_tests;
 
 // Each step waits 15 ms on batch k produced by a `role` range with cpu/wall `cpu` (and run-queue delay /
 // wall `runq`, -1 = not sampled), then a 20 ms kernel.
@@ -63,80 +41,6 @@ Trace submission_loop(const char* api, ActivityKind kind, MemKind mem, int copie
     t += 30.2;
   }
   return l.t;
-}
-
-bool has(const Report& r, Advice a) {
-  for (const Advised& x : r.summary.advice)
-    if (x.kind == a) return true;
-  return false;
-}
-
-std::string all(const Report& r) {
-  std::string s;
-  for (const Advised& x : r.summary.advice) s += x.text + "\n";
-  return s;
-}
-
-// Steps that each wait for the first batch of a pass (batch ids as the Python hook writes them: iterator
-// << 40 | pass << 24 | index): a new iterator every step (pass 0) advises making it once or persistent
-// workers; the same iterator restarted (pass k) never proposes persistent workers, which it has; a loop
-// over one iterator (index k) gets neither. With no device records the advice is still given.
-TEST(Advice, ANewIteratorEveryStepIsNamed) {
-  const auto loop = [](int shape, bool device) {  // 0: new iterator a step, 1: one iterator restarted, 2: one pass
-    Loop l({});
-    double t = 0;
-    for (int k = 0; k < 12; ++k) {
-      const std::int64_t batch = shape == 0 ? std::int64_t{k} << 40 : shape == 1 ? (std::int64_t{1} << 40) | (std::int64_t{k} << 24)
-                                                                                  : (std::int64_t{1} << 40) | k;
-      l.range(Role::decode, "start", t, t + 10, -1, -1, 0, 10);
-      l.range(Role::step, "step", t, t + 30.2, k, k);
-      l.range(Role::wait_batch, "wait_batch", t + 10, t + 30, k, batch);
-      l.range(Role::decode, "decode", t + 10, t + 30, -1, batch, 1, 19);
-      if (device) l.call("cudaLaunchKernel", t + 30, t + 30.1, k, ActivityKind::kernel, "k", t + 30.1, t + 30.2);
-      t += 30.2;
-    }
-    l.t.meta.cupti = device;
-    return diagnose(l.t);
-  };
-  for (const bool device : {true, false}) {
-    const Report fresh = loop(0, device), restarted = loop(1, device), one = loop(2, device);
-    ASSERT_TRUE(has(fresh, Advice::iterator_per_step)) << all(fresh);
-    EXPECT_NE(all(fresh).find("persistent_workers=True"), std::string::npos) << all(fresh);
-    EXPECT_NE(fresh.steps[6].next_question.find("started a new DataLoader iterator"), std::string::npos) << fresh.steps[6].next_question;
-    EXPECT_EQ(one.steps[6].next_question.find("DataLoader iterator"), std::string::npos) << one.steps[6].next_question;
-    ASSERT_TRUE(has(restarted, Advice::iterator_per_step)) << all(restarted);
-    EXPECT_EQ(all(restarted).find("persistent_workers"), std::string::npos) << all(restarted);
-    EXPECT_FALSE(has(one, Advice::iterator_per_step)) << all(one);
-  }
-}
-
-// Epochs of 8 steps; each epoch's first step waits for a new iterator's first batch. When those steps
-// cost 60 ms against 20 ms (worker start-up: 20 % of the steady window) the advice is persistent workers;
-// not when they cost what the others do, and never for a persistent iterator (its epochs are passes).
-TEST(Advice, CostlyWorkerStartUpEachEpochAsksForPersistentWorkers) {
-  const auto loop = [](double epoch_start_ms, bool persistent) {
-    Loop l({});
-    double t = 0;
-    for (int k = 0; k < 24; ++k) {
-      const std::int64_t epoch = k / 8, index = k % 8;
-      const std::int64_t batch = persistent ? (std::int64_t{1} << 40) | (epoch << 24) | index : (epoch << 40) | index;
-      const double wait = index == 0 ? epoch_start_ms - 5 : 15;
-      l.range(Role::step, "step", t, t + wait + 5, k, k);
-      l.range(Role::wait_batch, "wait_batch", t, t + wait, k, batch);
-      l.range(Role::decode, "decode", t, t + wait, -1, batch, 1, wait * 0.95);
-      l.call("cudaLaunchKernel", t + wait, t + wait + 0.1, k, ActivityKind::kernel, "k", t + wait + 0.1, t + wait + 5);
-      t += wait + 5;
-    }
-    return diagnose(l.t);
-  };
-  const Report costly = loop(60, false), cheap = loop(22, false), kept = loop(60, true);
-  EXPECT_TRUE(has(costly, Advice::worker_restarts)) << all(costly);
-  EXPECT_NE(costly.steps[16].next_question.find("persistent_workers=True"), std::string::npos) << costly.steps[16].next_question;
-  EXPECT_EQ(costly.steps[17].next_question.find("persistent_workers"), std::string::npos) << costly.steps[17].next_question;
-  EXPECT_NE(all(costly).find("persistent_workers=True"), std::string::npos) << all(costly);
-  EXPECT_FALSE(has(costly, Advice::iterator_per_step)) << all(costly);
-  EXPECT_FALSE(has(cheap, Advice::worker_restarts)) << all(cheap);
-  EXPECT_FALSE(has(kept, Advice::worker_restarts)) << all(kept);
 }
 
 TEST(Advice, MoreWorkersOnlyWhenDecodeRanAndCoresAreFree) {
