@@ -63,6 +63,52 @@ TEST(RoleMap, UserRulesAreSearchedLikeGrepAndAnchoredWhenWritten) {
   EXPECT_FALSE(m.match("crunchy", "").has_value());
 }
 
+TEST(RoleMap, DefaultsCoverPyTorchDaliAndStalldxNames) {
+  const RoleMap m = RoleMap::defaults();
+  EXPECT_EQ(m.match("ProfilerStep#12", ""), Role::step);
+  EXPECT_EQ(m.match("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", ""), Role::wait_batch);
+  EXPECT_EQ(m.match("aten::copy_", ""), Role::submit);
+  EXPECT_EQ(m.match("cudaStreamSynchronize", ""), Role::sync);
+  EXPECT_EQ(m.match("aten::item", ""), Role::sync);
+  EXPECT_EQ(m.match("read_file", "stalldx"), Role::retrieval);
+  EXPECT_EQ(m.match("decode_transform", ""), Role::decode);
+  EXPECT_EQ(m.match("__getitem__", ""), Role::decode);
+  EXPECT_EQ(m.match("[DALI] FileReader", ""), Role::retrieval);
+  EXPECT_EQ(m.match("ncclAllReduce", "NCCL"), Role::collective);
+  EXPECT_EQ(m.match("MPI_Allreduce", ""), Role::collective);
+  // The seed's data_load holds retrieval and submission: unmapped, so the diagnosis can say so.
+  EXPECT_FALSE(m.match("data_load", "").has_value());
+  EXPECT_FALSE(m.match("my_custom_thing", "").has_value());
+  // Names people give their loop's parts, in their own spelling.
+  for (const auto& [name, role] : std::vector<std::pair<const char*, Role>>{
+           {"epoch 1 step 3", Role::step}, {"get_next_batch", Role::wait_batch}, {"batch_fetch", Role::wait_batch},
+           {"HtoD", Role::submit}, {"host_to_device", Role::submit}, {"move_to_device", Role::submit}, {"cuda_copy", Role::submit},
+           {"zero_grad", Role::compute}, {"file_read", Role::retrieval}, {"disk_read", Role::retrieval}, {"s3_get", Role::retrieval},
+           {"jpeg_decode", Role::decode}, {"DecodeImage", Role::decode}, {"RandomResizedCrop", Role::decode}, {"resize", Role::decode},
+           {"normalize", Role::decode}})
+    EXPECT_EQ(m.match(name, ""), role) << name;
+  EXPECT_FALSE(m.match("DtoH", "").has_value()) << "a copy back is no submission of input";
+}
+
+TEST(RoleMap, UserRulesComeFirstAndBadFilesNameTheLine) {
+  RoleMap m;
+  ASSERT_TRUE(RoleMap::parse("[[role]]\nmatch = \"load_.*\"\nrole = \"retrieval\"\n\n[[role]]\nmatch = \"step\"\ndomain = \"mine\"\nrole = \"user\"\n",
+                             "roles.toml", m).is_ok());
+  EXPECT_EQ(m.match("load_image", ""), Role::retrieval);
+  EXPECT_EQ(m.match("step", "mine"), Role::user);   // the domain rule
+  EXPECT_EQ(m.match("step", "other"), Role::step);  // the default
+  const Status bad_role = RoleMap::parse("[[role]]\nmatch = \"x\"\nrole = \"loading\"\n", "roles.toml", m);
+  EXPECT_FALSE(bad_role.is_ok());
+  EXPECT_NE(bad_role.message().find("roles.toml:1"), std::string::npos) << bad_role.message();
+  EXPECT_NE(bad_role.message().find("loading"), std::string::npos);
+  const Status bad_regex = RoleMap::parse("[[role]]\nmatch = \"(\"\nrole = \"step\"\n", "roles.toml", m);
+  EXPECT_NE(bad_regex.message().find("not a regular expression"), std::string::npos) << bad_regex.message();
+  const Status bad_toml = RoleMap::parse("[[role]\nmatch = \n", "roles.toml", m);
+  EXPECT_NE(bad_toml.message().find("roles.toml:1"), std::string::npos) << bad_toml.message();
+  const Status bad_key = RoleMap::parse("[[role]]\nmatch = \"x\"\nrole = \"step\"\npattern = \"y\"\n", "roles.toml", m);
+  EXPECT_NE(bad_key.message().find("pattern"), std::string::npos) << bad_key.message();
+}
+
 TEST(NamePattern, SearchSemanticsAndUntrustedInput) {
   NamePattern p;
   ASSERT_TRUE(NamePattern::compile("^step", "--step", p).is_ok());
