@@ -26,7 +26,7 @@ struct AdviceInputs {
   const RunConfig& cfg = recorded.config;
   const HostFacts& host = t.meta.host_facts;
   bool ours = recorded.known<&RunConfig::workers>();  // our pipeline's run: its knobs can be named
-  int cores = host.usable_cpus > 0 ? host.usable_cpus : host.cpus;
+  int cores = host.cores();
 
   void say(Advice kind, std::string text) const { advice.push_back(Advised{kind, std::move(text)}); }
   double cause(Cause c) const { return basis.cause_ms[static_cast<std::size_t>(c)]; }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "stalldx/record/part_format.h"
+#include "stalldx/stats.h"
 
 namespace stalldx::diagnose {
 
@@ -39,9 +40,7 @@ IteratorRestarts find_iterator_restarts(const TraceIndex& ix, const Report& rep,
     out.input_ms += s.class_ms[static_cast<std::size_t>(StallClass::retrieval)] + s.class_ms[static_cast<std::size_t>(StallClass::decoding)];
   }
   if (windows.empty()) return out;
-  const auto mid = windows.begin() + static_cast<std::ptrdiff_t>(windows.size() / 2);
-  std::nth_element(windows.begin(), mid, windows.end());
-  out.median_window_ms = *mid;
+  out.median_window_ms = percentile(std::move(windows), 50);
   out.new_iterators = static_cast<int>(new_iterator_windows.size());
   for (double w : new_iterator_windows) out.new_iterator_excess_ms += std::max(0.0, w - out.median_window_ms);
   return out;

@@ -70,7 +70,7 @@ TraceIndex::TraceIndex(const Trace& t, const Thresholds& th) : trace(t), thresho
   }
   std::sort(edges.begin(), edges.end());
   for (int open = 0; const auto& [at, d] : edges) decode_threads = std::max(decode_threads, open += d);
-  cores = t.meta.host_facts.usable_cpus > 0 ? t.meta.host_facts.usable_cpus : t.meta.host_facts.cpus;
+  cores = t.meta.host_facts.cores();
   std::sort(unbatched_producers.begin(), unbatched_producers.end(),
             [](const HostRange* a, const HostRange* b) { return a->begin_ns < b->begin_ns; });
   for (auto& [s, r] : by_step) steps.push_back(r);

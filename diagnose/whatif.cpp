@@ -24,7 +24,7 @@ StageCosts measure_stage_costs(const Trace& t, const Report& rep, const Threshol
 StageCosts stage_costs(const Trace& t, const TraceIndex& ix, const Report& rep) {
   StageCosts k;
   const RecordedConfig& rc = ix.recorded;
-  k.cores = t.meta.host_facts.usable_cpus > 0 ? t.meta.host_facts.usable_cpus : t.meta.host_facts.cpus;
+  k.cores = t.meta.host_facts.cores();
   if (rc.known<&RunConfig::read_bandwidth_mbps>()) k.bandwidth_mbps = rc.config.read_bandwidth_mbps;
   // Per sample, over the steady-state batches.
   double r_cpu = 0, r_wall = 0, d_cpu = 0, d_wall = 0, bytes = 0, worker_cpu = 0;

@@ -73,6 +73,8 @@ struct HostFacts {
   int usable_cpus = -1;          // CPUs this process may run on (affinity / cgroup cpuset)
   double load_1m_start = -1;     // 1-minute load average when recording started / stopped
   double load_1m_end = -1;
+  // The CPUs a recorded program could use: the usable ones where known, else all online; -1 = unknown.
+  int cores() const { return usable_cpus > 0 ? usable_cpus : cpus; }
   bool operator==(const HostFacts&) const = default;
 };
 
