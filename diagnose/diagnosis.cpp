@@ -255,9 +255,10 @@ void decide(const TraceIndex& ix, const Thresholds& th, const Coverage& cov, Ste
       break;
     case Verdict::input:
       sd.next_question =
-          "the loop waited for its loader, whose work is not in this trace (DataLoader workers are other processes): to split retrieval "
-          "from decoding, annotate __getitem__ (torch.cuda.nvtx.range) and run under `stalldx record`, or profile with num_workers=0 "
-          "and record_function ranges, which this reader splits";
+          "the loop waited for a batch whose producers left no records in this trace, so retrieval and decoding are not told apart: "
+          "record them too — a PyTorch script under `stalldx record` (its hook times the DataLoader's workers; a torch.profiler trace "
+          "has none of them: annotate __getitem__, or profile with num_workers=0), any other program with ranges named read and "
+          "decode around its producers' work";
       break;
     case Verdict::no_device_records: break;
   }

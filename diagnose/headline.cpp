@@ -19,6 +19,7 @@ Headline make_headline(const Report& rep, const StartupSteps& startup) {
   const bool device = rep.coverage.device_records;
   double window = 0, busy = 0;
   std::array<double, kClassCount> cls{};
+  double unsplit_ms = 0, starved_ms = 0;
   int skip = startup.count;
   for (const StepDiagnosis& s : rep.steps) {
     if (s.warmup) continue;
@@ -26,6 +27,10 @@ Headline make_headline(const Report& rep, const StartupSteps& startup) {
     window += s.window_ms;
     busy += s.busy_ms;
     for (int c = 0; c < kClassCount; ++c) cls[c] += s.class_ms[c];
+    for (const CauseShare& c : s.causes) {
+      if (c.cause == Cause::input_unsplit) unsplit_ms += c.ms;
+      if (c.cause == Cause::consumer_starved) starved_ms += c.ms;
+    }
   }
   if (window <= 0) {
     h.text = rep.steps.empty() ? "no steps found: nothing to weigh" : "no steady-state steps: nothing to weigh";
@@ -34,11 +39,20 @@ Headline make_headline(const Report& rep, const StartupSteps& startup) {
   h.after_startup = startup.count > 0;
   h.retrieval = cls[static_cast<int>(StallClass::retrieval)] / window;
   h.decoding = cls[static_cast<int>(StallClass::decoding)] / window;
+  h.unsplit = unsplit_ms / window;
+  h.unattributed = std::max(0.0, cls[static_cast<int>(StallClass::unattributed)] / window - h.unsplit);
+  h.input = h.retrieval + h.decoding + h.unsplit;
   h.submission = cls[static_cast<int>(StallClass::submission)] / window;
-  h.unattributed = cls[static_cast<int>(StallClass::unattributed)] / window;
-  h.input = h.retrieval + h.decoding;
+  if (!device) {
+    h.starved = starved_ms / window;
+    h.submission = std::max(0.0, h.submission - h.starved);
+  }
   const std::string of = h.after_startup ? "steady time after start-up" : "steady time";
-  const std::string split = fmt::format("retrieval {:.0f} %, decoding {:.0f} %", pct(h.retrieval), pct(h.decoding));
+  std::string split = fmt::format("retrieval {:.0f} %, decoding {:.0f} %", pct(h.retrieval), pct(h.decoding));
+  if (pct(h.unsplit) >= 0.5)  // waits whose producers left no records: input, of a kind not known
+    split = pct(h.retrieval + h.decoding) < 0.5
+                ? std::string("not split into retrieval and decoding: its producers left no records")
+                : split + fmt::format(", not split {:.0f} % (its producers left no records)", pct(h.unsplit));
   if (device) {
     h.busy = std::min(1.0, busy / window);
     const double top = std::max({h.input, h.submission, h.unattributed});
@@ -71,9 +85,11 @@ Headline make_headline(const Report& rep, const StartupSteps& startup) {
                            name, pct(h.unattributed), of, pct(h.input));
       break;
     case Bound::loop:
-      h.text = fmt::format("{}: the loop's own work took {:.0f} % of {} and it waited on input {:.1f} % ({}); no device records, so "
+      h.text = fmt::format("{}: the loop's own work took {:.0f} % of {}{} and it waited on input {:.1f} % ({}); no device records, so "
                            "whether the GPU is the limit is not known",
-                           name, pct(std::max(0.0, 1 - h.input - h.submission - h.unattributed)), of, pct(h.input), split);
+                           name, pct(std::max(0.0, 1 - h.input - h.submission - h.unattributed)), of,
+                           pct(h.starved) >= 0.5 ? fmt::format(" ({:.0f} % of it runnable, waiting for a CPU: a busy host)", pct(h.starved)) : "",
+                           pct(h.input), split);
       break;
     case Bound::unknown: break;
   }

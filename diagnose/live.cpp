@@ -46,9 +46,10 @@ std::string live_text(const LiveLine& l) {
                                  static_cast<long>(l.elapsed_s) % 60);
   if (l.steps == 0) return fmt::format("stalldx live {}: no step ended since the last line", clock);
   const Headline& h = l.headline;
-  return fmt::format("stalldx live {}: steps {}-{} ({:.1f}/s): input {:.0f} % (retrieval {:.0f} %, decoding {:.0f} %), submission {:.0f} %, "
+  return fmt::format("stalldx live {}: steps {}-{} ({:.1f}/s): input {:.0f} % (retrieval {:.0f} %, decoding {:.0f} %{}), submission {:.0f} %, "
                      "unattributed {:.0f} %, the steps' own work {:.0f} %{}",
-                     clock, l.first_step, l.last_step, l.steps_per_s, 100 * h.input, 100 * h.retrieval, 100 * h.decoding, 100 * h.submission,
+                     clock, l.first_step, l.last_step, l.steps_per_s, 100 * h.input, 100 * h.retrieval, 100 * h.decoding,
+                     h.unsplit >= 0.005 ? fmt::format(", not split {:.0f} %", 100 * h.unsplit) : "", 100 * h.submission,
                      100 * h.unattributed, 100 * own_work(h), l.device_windows > 0 ? fmt::format(" [device windows so far: {}]", l.device_windows) : "");
 }
 
@@ -62,7 +63,7 @@ std::string live_json(const LiveLine& l) {
     j["last_step"] = l.last_step;
     j["steps_per_s"] = l.steps_per_s;
     j["bound"] = bound_name(h.bound, false);
-    j["share"] = {{"input", h.input}, {"retrieval", h.retrieval}, {"decoding", h.decoding}, {"submission", h.submission},
+    j["share"] = {{"input", h.input}, {"retrieval", h.retrieval}, {"decoding", h.decoding}, {"unsplit", h.unsplit}, {"submission", h.submission},
                   {"unattributed", h.unattributed}, {"own_work", own_work(h)}};
   }
   j["device_windows"] = l.device_windows;

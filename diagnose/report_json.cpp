@@ -44,8 +44,8 @@ std::string report_json(const Report& rep) {
   nlohmann::ordered_json j;  // the headline first, as in every report
   const Headline& h = rep.summary.headline;
   j["headline"] = {{"bound", bound_name(h.bound, c.standin)}, {"text", h.text}, {"after_startup", h.after_startup},
-                   {"share", {{"input", h.input}, {"retrieval", h.retrieval}, {"decoding", h.decoding}, {"submission", h.submission},
-                              {"unattributed", h.unattributed}, {"busy", h.busy}}}};
+                   {"share", {{"input", h.input}, {"retrieval", h.retrieval}, {"decoding", h.decoding}, {"unsplit", h.unsplit},
+                              {"submission", h.submission}, {"unattributed", h.unattributed}, {"starved", h.starved}, {"busy", h.busy}}}};
   j["device"] = rep.device;
   j["coverage"] = {{"host", c.host}, {"cpu_time", c.cpu_time}, {"nvtx", c.nvtx}, {"cupti", c.cupti},
                    {"device_records", c.device_records}, {"standin", c.standin}, {"dropped_host", c.dropped_host},

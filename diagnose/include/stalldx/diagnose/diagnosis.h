@@ -187,7 +187,10 @@ const char* bound_name(Bound b, bool standin);  // "input-bound", "device-bound"
 struct Headline {
   Bound bound = Bound::unknown;
   // Shares of the steady window (after start-up when start-up was found); busy is -1 without device records.
-  double input = 0, retrieval = 0, decoding = 0, submission = 0, unattributed = 0, busy = -1;
+  // input = retrieval + decoding + unsplit (waits for a batch whose producers left no records: input, its
+  // kind unknown). Without device records, submission is the loop's CUDA calls alone: the loop runnable but
+  // waiting for a CPU (starved) is part of its own work, slowed by a busy host, not a launch cost.
+  double input = 0, retrieval = 0, decoding = 0, unsplit = 0, submission = 0, unattributed = 0, starved = 0, busy = -1;
   bool after_startup = false;
   std::string text;  // "input-bound: the loop waited on input 86 % of steady time (retrieval 76 %, decoding 10 %)"
 };
