@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# bundle-gpu.sh [BUILD_DIR] [DEST] — the GPU host's bundle for scripts/gpu-h200.sh, from a `gpu` preset
+# build (default build/gpu → .gpu): the programs the device checks run, stripped (the device tool carries
+# at most 64 MiB), and the Debian libraries they need (../shared/tools/bundle.sh). NCCL is not carried
+# (≈ 200 MB): env.sh finds the libnccl.so.2 that PyTorch's wheels install on that host.
+# Then: run with carry [".gpu"] and a command that starts `source .gpu/env.sh;`.
+set -euo pipefail
+build=${1:-build/gpu}; dest=${2:-.gpu}
+here=$(cd "$(dirname "$0")/.." && pwd)
+stage=$(mktemp -d); trap 'rm -rf "$stage"' EXIT
+programs="stalldx libstalldx_inject.so gpu_test record_gpu_test cuda_windows pipeline_bench train_loop mpi_loop"
+for p in $programs; do
+  f=$(find "$build" -name "$p" -type f -not -path '*/CMakeFiles/*' | head -1)
+  if [[ -n $f ]]; then cp "$f" "$stage/"; strip --strip-unneeded "$stage/$p"; else echo "bundle-gpu: $p not built in $build (skipped)"; fi
+done
+"$here/../shared/tools/bundle.sh" "$stage" "$dest"
+rm -f "$dest/lib/libnccl.so.2"
+cat >> "$dest/env.sh" <<'ENV'
+# NCCL from PyTorch's wheel (nvidia-nccl-cu*) on the GPU host, found by Debian-free python3 without our libraries.
+nccl_dir=$(env -u LD_LIBRARY_PATH python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null || true)
+[[ -n $nccl_dir && -d $nccl_dir ]] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$nccl_dir"
+ENV
+du -sh "$dest"
