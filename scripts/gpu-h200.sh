@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The H200 checks, one mode per device call (device time is scarce; at most 8 files come back from $OUT).
-# Expects the bundle in .gpu/ (../shared/tools/bundle.sh build/default .gpu, see the README) and runs
+# Expects the bundle in .gpu/ (scripts/bundle-gpu.sh, from a `gpu` preset build) and runs
 # from the repository root:
 #   gpu-h200.sh check     GPU tests, the seed workload unprofiled/profiled and its submission knobs
 #   gpu-h200.sh matrix    the scenario matrix natively and under `stalldx record`, per-step agreement
