@@ -14,6 +14,7 @@
 #include <filesystem>
 
 #include "live_monitor.h"
+#include "python_command.h"
 #include "record_ranks.h"
 #include "stalldx/clock.h"
 #include "stalldx/host_facts.h"
@@ -122,6 +123,24 @@ std::string record_trace_path(const RecordOptions& o) {
 
 namespace {
 
+// A Python CMD whose processes never reported the hook: why (a flag that keeps it out), or what to check.
+void note_python_hook(const RecordOptions& o, RecordResult& r) {
+  if (o.python_hook_dir.empty()) return;
+  const PythonCommand py = read_python_command(o.command);
+  if (!py.python) return;
+  const bool reported = std::any_of(r.merge.processes.begin(), r.merge.processes.end(),
+                                    [](const record::RecordedProcess& p) { return !p.python_hook.empty(); });
+  if (!py.blocking.empty())
+    r.merge.problems.push_back(fmt::format(
+        "the Python hook could not load: {} {} ignores {}, which carries it — without {} the DataLoader's waits, its workers' reads and "
+        "decodes and the loop's steps are recorded with no change to the script",
+        o.command[0], py.blocking, py.blocking == "-S" ? "the site module (sitecustomize)" : "PYTHONPATH", py.blocking));
+  else if (!reported)
+    r.merge.problems.push_back(
+        "the Python hook reported from no process: the program never imported torch, or a Python it started ignores PYTHONPATH "
+        "(-I, -E or -S); the trace has only what CUDA and NVTX recorded");
+}
+
 // Merges the parts (a stop raised after this point interrupts the merge), describes the recording in
 // the trace and writes it. Failures are the recording's (r.recording_error), never CMD's.
 void finish(const RecordOptions& o, RecordResult& r, const StopFlag* stop, std::int64_t ended, HostFacts host) {
@@ -146,6 +165,7 @@ void finish(const RecordOptions& o, RecordResult& r, const StopFlag* stop, std::
   } else {
     r.trace.meta.config["merged_from"] = to_valid_utf8(r.parts_dir, &r.merge.non_utf8_bytes);
   }
+  if (!r.merged_only) note_python_hook(o, r);
   if (!r.outlived.empty()) r.trace.meta.config["outlived_command"] = fmt::format("{}", fmt::join(r.outlived, ","));
   // Which CUDA records were asked for: a lighter recording explains missing calls and syncs.
   // State queries (cudaGetLastError, ...) are left out by default: their absence is no gap.

@@ -228,6 +228,18 @@ TEST_F(PythonHookEdges, PythonWithoutTorchAndNoStepsAreReportedPlainly) {
   EXPECT_EQ(r.out.find("warm-up"), std::string::npos) << "no steps: no advice about warm-up\n" << r.out;
 }
 
+// A Python started with -I (or -E, -S) cannot load the hook: the record summary names the flag and what it
+// costs, instead of leaving only "steps: none found".
+TEST_F(PythonHookEdges, APythonFlagThatKeepsTheHookOutIsNamed) {
+  const Recorded r = record("", "", "", kPython + " -I " + PYTHON_SCRIPT + " --data " + data_dir() + " --steps 4");
+  ASSERT_EQ(r.rc, 0) << r.log;
+  EXPECT_EQ(r.log.find("DataLoader patched"), std::string::npos) << r.log;
+  EXPECT_NE(r.log.find("the Python hook could not load: " + kPython + " -I ignores PYTHONPATH"), std::string::npos) << r.log;
+  const Recorded plain = record("", "", "", kPython + " -c pass");  // never imports torch
+  EXPECT_NE(plain.log.find("the Python hook reported from no process"), std::string::npos) << plain.log;
+  EXPECT_EQ(plain.log.find("could not load"), std::string::npos) << plain.log;
+}
+
 // A torch.distributed job (gloo, 3 ranks) under record, launched with torchrun's environment (Debian's
 // torchrun itself fails on Python 3.11: tests/python/launch_like_torchrun.sh says why): a trace per rank,
 // the hook's collectives as the ranks' arrivals, and rank 2 — its reads slowed — named the straggler
