@@ -226,9 +226,10 @@ void decide(const TraceIndex& ix, const Thresholds& th, const Coverage& cov, Ste
       else if (acc.any_split && acc.last_split.decode_cpu_ratio >= 0 && acc.last_split.decode_cpu_ratio < th.contention_cpu_ratio)
         sd.next_question = "decode threads ran only part of their wall time: CPU contention (more threads than cores, or a busy host)?";
       else if (ix.decoders_fill_cores())
-        sd.next_question = fmt::format("decoding is CPU-bound and its {} threads + the loop already fill the {} usable cores: more workers "
+        sd.next_question = fmt::format("decoding is CPU-bound and its {} thread{} + the loop{} already fill the {} usable cores: more workers "
                                        "cannot run — make each sample cheaper (a cheaper transform; for images DCT-scaled / region decode or a smaller size)",
-                                       ix.decode_threads, ix.cores);
+                                       ix.decode_threads, ix.decode_threads == 1 ? "" : "s",
+                                       ix.loop_cpu >= 0 ? fmt::format(" (on a CPU {:.0f} % of its time)", 100 * ix.loop_cpu) : "", ix.cores);
       else sd.next_question = "decoding is CPU-bound: more workers, DCT-scaled / region decode, or a cheaper transform";
       break;
     case Verdict::submission:

@@ -71,6 +71,13 @@ TraceIndex::TraceIndex(const Trace& t, const Thresholds& th) : trace(t), thresho
   std::sort(edges.begin(), edges.end());
   for (int open = 0; const auto& [at, d] : edges) decode_threads = std::max(decode_threads, open += d);
   cores = t.meta.host_facts.cores();
+  std::int64_t step_cpu_ns = 0, step_wall_ns = 0;
+  for (const auto& [s, r] : by_step)
+    if (r->cpu_ns >= 0 && r->end_ns > r->begin_ns) {
+      step_cpu_ns += r->cpu_ns;
+      step_wall_ns += r->end_ns - r->begin_ns;
+    }
+  if (step_wall_ns > 0) loop_cpu = std::min(1.0, static_cast<double>(step_cpu_ns) / static_cast<double>(step_wall_ns));
   std::sort(unbatched_producers.begin(), unbatched_producers.end(),
             [](const HostRange* a, const HostRange* b) { return a->begin_ns < b->begin_ns; });
   for (auto& [s, r] : by_step) steps.push_back(r);

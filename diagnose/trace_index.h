@@ -38,8 +38,12 @@ struct TraceIndex {
   int warmup = 0;
   int decode_threads = 0;  // most threads off the consumer decoding at once (first to last decode range of each)
   int cores = -1;          // the host's usable CPUs (all online ones where affinity was not recorded); -1 = unknown
-  // Decoding threads plus the loop already fill the host's cores: more workers could not run.
-  bool decoders_fill_cores() const { return cores > 0 && decode_threads > 0 && decode_threads + 1 >= cores; }
+  double loop_cpu = -1;     // the consumer's CPU time over its steps' wall time (0..1); -1 = not sampled
+  // Decoding threads plus the loop's own CPU use (a whole core when not sampled) leave under half a core
+  // of the host free: more workers could not run.
+  bool decoders_fill_cores() const {
+    return cores > 0 && decode_threads > 0 && decode_threads + (loop_cpu >= 0 ? loop_cpu : 1.0) > cores - 0.5;
+  }
   struct Launches { int count = 0; std::int64_t host_ns = 0, first_ns = INT64_MAX, last_ns = 0; };
   std::unordered_map<std::int64_t, Launches> launches_by_step;   // consumer's kernel launch calls (by call.step)
   std::vector<ApiKind> api_kind_by_name;  // by name id: api_kind of every name, read once

@@ -310,7 +310,7 @@ std::string record_summary_text(const RecordResult& r) {
                                                : "");
   for (const std::string& p : m.steps.passed_over) s += fmt::format("    passed over: {}\n", p);
   if (!m.steps.how_to_override.empty()) s += fmt::format("    to choose otherwise: {}\n", m.steps.how_to_override);
-  if (m.demoted_steps) s += fmt::format("  {} step ranges off the consumer thread or nested in another step (kept as user ranges)\n", m.demoted_steps);
+  if (m.demoted_steps && m.steps.rule != record::StepRule::named) s += fmt::format("  {} step ranges off the consumer thread or nested in another step (kept as the steps' work, or user ranges elsewhere)\n", m.demoted_steps);
   for (const std::string& p : m.problems) s += "  " + p + "\n";
   if (!r.cuda_records_complete && r.trace.meta.config.count("cuda_records"))
     s += fmt::format("  CUDA records: {}\n", r.trace.meta.config.at("cuda_records"));

@@ -44,6 +44,19 @@ TEST(Verdicts, CpuBoundDecodingAsksForMoreWorkersOnlyWithFreeCores) {
     EXPECT_EQ(next.find("more workers cannot run") != std::string::npos, cores == 2) << next;
     EXPECT_EQ(next.find("more workers,") != std::string::npos, cores == 8) << next;
   }
+  // The loop's own CPU use counts as recorded: a loop on a CPU 10 % of its steps (it mostly waits) leaves
+  // most of a core to a second decoder on 2 cores; one on a CPU 90 % of them does not.
+  for (const double loop_cpu : {0.1, 0.9}) {
+    Trace t = input_bound(Role::decode, 12, 15, 0.95);
+    t.meta.host_facts.cpus = t.meta.host_facts.usable_cpus = 2;
+    for (HostRange& r : t.ranges)
+      if (r.role == Role::step) r.cpu_ns = static_cast<std::int64_t>(loop_cpu * static_cast<double>(r.end_ns - r.begin_ns));
+    const std::string next = diagnose(t).steps[5].next_question;
+    EXPECT_EQ(next.find("more workers,") != std::string::npos, loop_cpu < 0.5) << next;
+    if (loop_cpu > 0.5) {
+      EXPECT_NE(next.find("its 1 thread + the loop (on a CPU 90 % of its time)"), std::string::npos) << next;
+    }
+  }
 }
 
 TEST(Verdicts, SubmissionFromPageableCopies) {

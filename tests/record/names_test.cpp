@@ -239,6 +239,30 @@ TEST(StepInference, TwoDataLoadersReadInOneLoopAreOneStepAnIteration) {
   EXPECT_EQ(b.steps(), 6);
 }
 
+// A step-named range inside each named step ("train_step" in "iteration k", as a held-out C loop had):
+// 6 steps, and the inner ranges are the steps' work (compute), said so in the steps line.
+TEST(StepInference, AStepNamedRangeInsideEachStepIsItsWork) {
+  Built b;
+  for (int k = 0; k < 6; ++k) {
+    b.range(0, "iteration " + std::to_string(k), k * 10, k * 10 + 10, Role::step);
+    b.range(0, "train_step", k * 10 + 6, k * 10 + 9, Role::step);
+  }
+  b.range(1, "train_step", 0, 1, Role::step);  // another thread: a user range
+  const StepEvidence ev = infer_steps(b.t);
+  EXPECT_EQ(ev.rule, StepRule::named);
+  EXPECT_EQ(ev.found.rfind("6 ranges named as steps ('iteration 0', 'iteration 1', 'iteration 2', ...); 7 more", 0), 0u) << ev.found;
+  EXPECT_NE(ev.found.find("('train_step'): the steps' work"), std::string::npos) << ev.found;
+  EXPECT_EQ(assign_steps(b.t), 7u);
+  EXPECT_EQ(b.steps(), 6);
+  int compute = 0, user = 0;
+  for (const HostRange& r : b.t.ranges) {
+    compute += r.role == Role::compute;
+    user += r.role == Role::user;
+  }
+  EXPECT_EQ(compute, 6);
+  EXPECT_EQ(user, 1);
+}
+
 TEST(StepInference, WithNoRangesTheBatchSizedCopyMarksEachStep) {
   Built b(1);
   for (int k = 0; k < 7; ++k) {

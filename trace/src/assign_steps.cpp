@@ -59,10 +59,17 @@ std::uint64_t assign_steps(Trace& t, const std::vector<StepMark>* from_marks) {
     top.push_back(&t.ranges[i]);
     is_kept[i] = true;
   }
+  // A step-named range inside a kept step on its thread ("train_step" in "iteration 7") is that step's
+  // work: compute. Elsewhere (another thread, between the steps) it is a user range.
+  const auto inside_kept = [&](const HostRange& r) {
+    if (r.thread != consumer) return false;
+    auto it = std::upper_bound(top.begin(), top.end(), r.begin_ns, [](std::int64_t v, const HostRange* k) { return v < k->begin_ns; });
+    return it != top.begin() && r.end_ns <= (*std::prev(it))->end_ns;
+  };
   std::uint64_t demoted = 0;
   for (std::size_t i = 0; i < t.ranges.size(); ++i)
     if (t.ranges[i].role == Role::step && !is_kept[i]) {
-      t.ranges[i].role = Role::user;
+      t.ranges[i].role = inside_kept(t.ranges[i]) ? Role::compute : Role::user;
       demoted++;
     }
   // Step ids: the number the names carry when they all carry distinct increasing ones (ProfilerStep#N),

@@ -178,7 +178,6 @@ StepEvidence infer_steps(Trace& t) {
   std::vector<HostRange*> loop_iterations;
   std::size_t backward_iterations = 0;  // of those, a loop without a DataLoader (backward to backward)
   std::size_t named = 0, evaluation = 0;  // evaluation: the hook's DataLoader iterations with no backward pass
-  std::map<std::string, std::size_t> named_names;
   for (HostRange& r : t.ranges) {
     if (r.role == Role::user && t.name(r.name) == kPythonEvalIterationName) ++evaluation;
     if (r.role != Role::step) continue;
@@ -186,18 +185,32 @@ StepEvidence infer_steps(Trace& t) {
       loop_iterations.push_back(&r);
       backward_iterations += t.name(r.name) == kPythonBackwardStepName ? 1 : 0;
     }
-    else { ++named; if (named_names.size() < 3) named_names[t.name(r.name)]++; }
+    else ++named;
   }
   const auto demote_loop = [&] {
     for (HostRange* r : loop_iterations) r->role = Role::user;
   };
   if (named > 0) {
     ev.rule = StepRule::named;
-    std::string names;
-    for (auto& [n, c] : named_names) names += fmt::format("{}'{}'", names.empty() ? "" : ", ", n.substr(0, 60));
-    ev.found = fmt::format("{} ranges named as steps ({}{})", named, names, named_names.size() >= 3 ? ", ..." : "");
-    ev.how_to_override = "--step REGEX picks other ranges; a roles file ([[role]] role = \"user\") unmaps a name";
     demote_loop();
+    // The steps are the ones assign_steps keeps (the outermost on the thread with most); the others —
+    // nested in them ("train_step" in "iteration 7") or on other threads — are named apart.
+    std::uint32_t consumer = 0;
+    const std::vector<std::size_t> kept = kept_step_ranges(t, consumer);
+    std::vector<std::string> kept_names, other_names;
+    for (std::size_t i : kept)
+      if (kept_names.size() < 3) kept_names.push_back(fmt::format("'{}'", t.name(t.ranges[i].name).substr(0, 60)));
+    std::vector<bool> is_kept(t.ranges.size(), false);
+    for (std::size_t i : kept) is_kept[i] = true;
+    std::unordered_set<std::uint32_t> other_ids;  // distinct names of the others
+    for (std::size_t i = 0; i < t.ranges.size(); ++i)
+      if (t.ranges[i].role == Role::step && !is_kept[i] && other_ids.insert(t.ranges[i].name).second && other_names.size() < 2)
+        other_names.push_back(fmt::format("'{}'", t.name(t.ranges[i].name).substr(0, 60)));
+    ev.found = fmt::format("{} ranges named as steps ({}{})", kept.size(), fmt::join(kept_names, ", "), kept.size() > 3 ? ", ..." : "");
+    if (named > kept.size())
+      ev.found += fmt::format("; {} more inside them or on other threads ({}{}): the steps' work, not steps", named - kept.size(),
+                              fmt::join(other_names, ", "), other_ids.size() > other_names.size() ? ", ..." : "");
+    ev.how_to_override = "--step REGEX picks other ranges; a roles file ([[role]] role = \"user\") unmaps a name";
   } else {
     std::vector<Family> families = numbered_families(t);
     const std::int64_t lane = launching_lane(t);

@@ -76,8 +76,8 @@ std::size_t count_part_files(const std::string& dir);
 // and the folder stay).
 std::size_t remove_parts_folder(const std::string& dir);
 
-// Steps from step ranges (the consumer = the thread with most of them; nested or off-consumer step
-// ranges become `user`); every consumer range gets the step that contains it, runtime calls the step
+// Steps from step ranges (the consumer = the thread with most of them; a step range nested in a kept
+// one on the consumer becomes `compute`, the step's work; other step ranges become `user`); every consumer range gets the step that contains it, runtime calls the step
 // that contains their start, device activity the step of its call; meta.unmatched_device counts device
 // work launched inside the steps' span that no step claims. Returns the ranges demoted.
 // Step ids are the numbers the step names carry (ProfilerStep#12), else ordinals: from 0, or — a trace
