@@ -9,7 +9,7 @@
 #     Tensor.to / .cuda): a wait for the batch (wait_batch) split as a fetch is
 #     (stalldx_hook_loader._record_work: reads of files opened in it and time blocked off-CPU are
 #     retrieval, the rest decode; blocked while the process's other threads ran — threads of its own
-#     making the batch — is decode up to their CPU time).
+#     making the batch, or its child processes (a multiprocessing.Pool) — is decode up to their CPU time).
 # Only while the process has iterated no DataLoader: from the first DataLoader batch on its own
 # iterations are the steps, and this stays quiet. Clocks: CLOCK_MONOTONIC (time.monotonic_ns), stalldx's.
 # Every patch falls back to the original on an error of its own.
@@ -21,6 +21,9 @@ import stalldx_hook_loader as _loader
 
 _serial = [None]  # this process's loop serial (a batch id's iterator field), taken at the first step
 _index = [0]
+# Whether the process had child processes at a wait's end (a Pool making its batches): from then on each
+# wait reads their CPU time at both ends (0.1 ms a read; never for a loop without children).
+_has_children = [False]
 
 
 def _active():
@@ -43,6 +46,7 @@ def _begin_between(loc, torch):
     builtins.open = _h._open
     loc.loop_between = _h._clocks()[:]
     loc.loop_process_cpu = time.process_time_ns()
+    loc.loop_children = _h._children_cpu() if _has_children[0] else None
     loc.loop_handle = hook(_on_forward)
 
 
@@ -59,11 +63,22 @@ def _end_between(loc, emit, end=None):
         return
     t0, c0, q0 = begin
     others = time.process_time_ns() - loc.loop_process_cpu - (c1 - c0)  # the process's other threads, meanwhile
+    others += _children_meanwhile(getattr(loc, "loop_children", None))  # and its child processes
     batch = _batch_id()
     runq = (q1 - q0) if q0 >= 0 and q1 >= 0 else -1
     _h._emit("batch made in the loop (wait for batch)", "wait_batch", batch, t0, t1, c1 - c0, runq)
     _loader._record_work(batch, t0, t1, c1 - c0, runq, loc.loop_reads, loc.loop_collate, others)
     loc.loop_batch = batch
+
+
+def _children_meanwhile(before):
+    """CPU time the process's children spent since `before` ({pid: ns}; None: not read — then only
+    whether there are children is learnt, for the next waits)."""
+    now = _h._children_cpu()
+    if before is None:
+        _has_children[0] = _has_children[0] or bool(now)
+        return 0
+    return sum(max(ns - before.get(pid, 0), 0) for pid, ns in now.items())
 
 
 def _on_forward(module, inputs):
@@ -96,6 +111,7 @@ def _after_optimizer_step(*_):
         if getattr(loc, "loop_handle", None) is not None:
             loc.loop_between = _h._clocks()[:]
             loc.loop_process_cpu = time.process_time_ns()
+            loc.loop_children = _h._children_cpu() if _has_children[0] else None
             loc.loop_reads[0] = loc.loop_reads[1] = loc.loop_collate[0] = loc.loop_collate[1] = 0
     except Exception:
         pass

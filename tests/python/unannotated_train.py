@@ -6,6 +6,7 @@ flags. Knobs induce one cause at a time:
   --workers, --start (fork|spawn), --persistent, --pin, --iterable, --subclass, --exit-workers
 Makes its own images (--data DIR) when the folder is empty."""
 import argparse
+import multiprocessing
 import os
 import queue
 import random
@@ -33,6 +34,7 @@ p.add_argument("--epochs", type=int, default=1)
 p.add_argument("--exit-workers", action="store_true", help="workers leave by os._exit (as some launchers do)")
 p.add_argument("--no-loader", action="store_true", help="batches from a plain generator in the loop, no DataLoader")
 p.add_argument("--loader-threads", type=int, default=0, help="with --no-loader: batches made by this many threads of the loop's process, through a queue")
+p.add_argument("--loader-processes", type=int, default=0, help="with --no-loader: batches made by a multiprocessing.Pool of this many processes (imap)")
 p.add_argument("--slow-optimizer", type=float, default=0, help="the optimizer's step spins this many ms of CPU")
 p.add_argument("--validate", type=int, default=0, help="after each epoch, this many batches of a validation DataLoader under torch.no_grad()")
 p.add_argument("--iter-per-step", action="store_true", help="each step takes next(iter(loader)): a new iterator (or pass) every step")
@@ -92,6 +94,15 @@ class Stream(tud.IterableDataset):
 
 class MyLoader(tud.DataLoader):
     pass
+
+
+_pool_ds = None  # the pool's dataset: inherited by its forked processes
+
+
+def pool_batch(indices):
+    """One batch, made in a pool process: arrays (not tensors) go back through the pool's pipe."""
+    samples = [_pool_ds[j] for j in indices]
+    return torch.stack([x for x, _ in samples]).numpy(), [y for _, y in samples]
 
 
 def exit_now(worker_id):
@@ -157,7 +168,18 @@ if __name__ == "__main__":
                     for w in workers:
                         w.join()
 
-        loader = ThreadedBatches() if args.loader_threads > 0 else Batches()
+        class PoolBatches:  # processes of its own: a multiprocessing.Pool's imap, no DataLoader
+            def __iter__(self):
+                global _pool_ds
+                _pool_ds = ds
+                order = list(range(len(ds)))
+                random.shuffle(order)
+                chunks = [order[i:i + args.batch] for i in range(0, len(order) - args.batch + 1, args.batch)]
+                with multiprocessing.get_context("fork").Pool(args.loader_processes) as pool:
+                    for x, y in pool.imap(pool_batch, chunks):
+                        yield torch.from_numpy(x), torch.tensor(y)
+
+        loader = ThreadedBatches() if args.loader_threads > 0 else PoolBatches() if args.loader_processes > 0 else Batches()
     model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 48 * 48, 10))
     class SlowSGD(torch.optim.SGD):
         def step(self, *a, **k):
