@@ -292,6 +292,9 @@ std::string record_summary_text(const RecordResult& r) {
                      p.rank >= 0 ? fmt::format(", rank {} of {}", p.rank, p.world_size) : "", p.threads, p.threads == 1 ? "" : "s", p.ranges,
                      p.cuda_records ? ", CUDA records" : p.used_cuda ? ", CUDA used, records lost" : "",
                      p.python_hook.empty() ? "" : fmt::format(", Python hook: {}", p.python_hook), p.command);
+  if (m.processes.empty() && !r.merged_only)
+    s += "  no process of the command made an NVTX range or a CUDA call: stalldx sees a program through those (a PyTorch one "
+         "through its hook), so there is nothing to diagnose\n";
   if (m.unclosed) s += fmt::format("  {} ranges never closed (ended at the end of the recording)\n", m.unclosed);
   if (m.non_utf8_bytes) s += fmt::format("  {} bytes of names or command lines were not UTF-8 (written as U+FFFD)\n", m.non_utf8_bytes);
   if (m.unbalanced_pops) s += fmt::format("  {} NVTX pops without a push (ignored)\n", m.unbalanced_pops);

@@ -330,6 +330,16 @@ TEST(Record, CommandNotFoundIs127AndABadRolesFileStopsBeforeTheCommandStarts) {
   EXPECT_NE(stalldx::testing::read_file(dir + "/log2.txt").find("roles.toml:1"), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(dir + "/started")) << "the command must not start";
 }
+// A program that makes no NVTX range and no CUDA call is invisible to record: the summary says so, instead
+// of only asking for step names.
+TEST(Record, AProgramWithNoRangesNorCudaIsSaidToBeInvisible) {
+  const std::string dir = stalldx::testing::temp_dir("record-none");
+  const int status = std::system(fmt::format("{} record --trace {}/t.json -- true > {}/log.txt 2>&1", STALLDX_BINARY, dir, dir).c_str());
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  const std::string log = stalldx::testing::read_file(dir + "/log.txt");
+  EXPECT_NE(log.find("0 processes seen"), std::string::npos) << log;
+  EXPECT_NE(log.find("no process of the command made an NVTX range or a CUDA call"), std::string::npos) << log;
+}
 // The injection reads back what record wrote, for every combination.
 TEST(Record, CudaRecordsEnvRoundTrips) {
   using stalldx::record::OptionalCudaRecords;
