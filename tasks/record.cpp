@@ -75,6 +75,7 @@ void add_python_hook_env(const RecordOptions& o, ChildOptions& co) {
   co.env.push_back({"STALLDX_PY_STEP_NAME", record::kPythonLoopStepName});
   co.env.push_back({"STALLDX_PY_BACKWARD_STEP_NAME", record::kPythonBackwardStepName});
   co.env.push_back({"STALLDX_PY_EVAL_ITERATION_NAME", record::kPythonEvalIterationName});
+  co.env.push_back({"STALLDX_PY_PREFETCH_ITERATION_NAME", record::kPythonPrefetchIterationName});
 }
 }  // namespace
 
@@ -313,7 +314,7 @@ std::string record_summary_text(const RecordResult& r) {
                                                : "");
   for (const std::string& p : m.steps.passed_over) s += fmt::format("    passed over: {}\n", p);
   if (!m.steps.how_to_override.empty()) s += fmt::format("    to choose otherwise: {}\n", m.steps.how_to_override);
-  if (m.demoted_steps && m.steps.rule != record::StepRule::named) s += fmt::format("  {} step ranges off the consumer thread or nested in another step (kept as the steps' work, or user ranges elsewhere)\n", m.demoted_steps);
+  if (m.demoted_steps && m.steps.rule != record::StepRule::named && m.steps.rule != record::StepRule::python_loop) s += fmt::format("  {} step ranges off the consumer thread or nested in another step (kept as the steps' work, or user ranges elsewhere)\n", m.demoted_steps);
   for (const std::string& p : m.problems) s += "  " + p + "\n";
   if (!r.cuda_records_complete && r.trace.meta.config.count("cuda_records"))
     s += fmt::format("  CUDA records: {}\n", r.trace.meta.config.at("cuda_records"));

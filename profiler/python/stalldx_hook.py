@@ -33,6 +33,9 @@ _BACKWARD_STEP_NAME = "training loop iteration (backward to backward)"
 # A DataLoader iteration in which no backward pass ran, once the process has made one (evaluation: a
 # validation loader under torch.no_grad): a range of role user, not a step.
 _EVAL_ITERATION_NAME = "DataLoader loop iteration without a backward pass (evaluation)"
+# A DataLoader iteration on a thread that never runs a backward pass while another thread does (a prefetch
+# thread filling the loop's queue): a range of role user; the loop's steps are that other thread's.
+_PREFETCH_ITERATION_NAME = "DataLoader iteration on a thread that runs no backward pass (a prefetch thread)"
 # A multi-process DataLoader iterator's construction: its worker processes started (once per epoch, or —
 # `next(iter(loader))` — every step).
 _ITERATOR_START_NAME = "DataLoader iterator start (worker processes)"
@@ -66,10 +69,11 @@ def _emit(name, role, payload, begin, end, cpu=-1, runq=-1):
 _MAX_CHILDREN = 64  # child processes read at most (a loader's pool is far fewer)
 
 
-def _children_cpu():
-    """{pid: CPU time in ns} of this process's live child processes (all their threads: the kernel's
-    process CPU clock, CLOCK_MONOTONIC's rate) — a multiprocessing.Pool making the loop's batches. Found
-    through /proc/self/task/*/children; {} where that is not available. Never raises."""
+def _children_busy():
+    """{pid: ns} of this process's live child processes (a multiprocessing.Pool making the loop's batches):
+    the CPU time of all their threads (the kernel's process CPU clock) plus the time their main thread
+    waited runnable for a CPU (/proc/PID/schedstat) — time spent making a batch, on a CPU or starved of one.
+    Found through /proc/self/task/*/children; {} where that is not available. Never raises."""
     out = {}
     try:
         for task in os.listdir("/proc/self/task")[:_MAX_CHILDREN]:
@@ -80,9 +84,15 @@ def _children_cpu():
                 continue
             for pid in pids[:_MAX_CHILDREN - len(out)]:
                 try:  # the process-wide CPU clock of pid, as glibc's clock_getcpuclockid makes it
-                    out[int(pid)] = time.clock_gettime_ns(((~int(pid)) << 3) | 2)
+                    ns = time.clock_gettime_ns(((~int(pid)) << 3) | 2)
                 except (OSError, ValueError, OverflowError):
+                    continue
+                try:
+                    with open("/proc/%s/schedstat" % pid) as f:
+                        ns += int(f.read().split()[1])
+                except (OSError, ValueError, IndexError):
                     pass
+                out[int(pid)] = ns
     except Exception:
         return {}
     return out
@@ -186,7 +196,9 @@ def _collective_patch(orig, label):
 
 
 _dist_patched = [False]
-_dataloader_seen = [False]  # a DataLoader batch was asked for: its iterations are the steps (not the backward passes')
+# Per thread (_local): dataloader_seen — the thread asked a DataLoader for a batch: its iterations are its
+# steps, not its backward passes; backwards — backward passes the thread made (a thread that iterates a
+# DataLoader and never runs one, while another thread does, is a prefetch thread: not the loop).
 _backwards = [0]  # backward passes made in this process so far (torch.autograd.backward's exits, any thread)
 
 
@@ -272,7 +284,7 @@ def _after_fork_in_child():
 
 def arm():
     """Loads the injection library and waits for torch (patched once its import has finished). Called once, by the shim."""
-    global _lib, _clock_buf, _STEP_NAME, _BACKWARD_STEP_NAME, _EVAL_ITERATION_NAME
+    global _lib, _clock_buf, _STEP_NAME, _BACKWARD_STEP_NAME, _EVAL_ITERATION_NAME, _PREFETCH_ITERATION_NAME
     if _lib is not None:
         return
     path = os.environ.get("STALLDX_PY_INJECT")
@@ -300,6 +312,7 @@ def arm():
     _STEP_NAME = os.environ.get("STALLDX_PY_STEP_NAME", _STEP_NAME)
     _BACKWARD_STEP_NAME = os.environ.get("STALLDX_PY_BACKWARD_STEP_NAME", _BACKWARD_STEP_NAME)
     _EVAL_ITERATION_NAME = os.environ.get("STALLDX_PY_EVAL_ITERATION_NAME", _EVAL_ITERATION_NAME)
+    _PREFETCH_ITERATION_NAME = os.environ.get("STALLDX_PY_PREFETCH_ITERATION_NAME", _PREFETCH_ITERATION_NAME)
     _clock_buf = (ctypes.c_int64 * 3)()
     _lib = lib
     _orig["open"] = builtins.open

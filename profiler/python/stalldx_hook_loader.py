@@ -225,8 +225,8 @@ def _next_patch(orig_next):
             t0, c0, q0 = _h._clocks()
         except Exception:
             return orig_next(self)
-        if not _h._dataloader_seen[0]:  # from now on the DataLoader's iterations are the steps
-            _h._dataloader_seen[0] = True
+        if not getattr(_h._local, "dataloader_seen", False):  # from now on this thread's DataLoader iterations are its steps
+            _h._local.dataloader_seen = True
             try:
                 import stalldx_hook_loop
 
@@ -262,10 +262,14 @@ def _next_patch(orig_next):
 
 
 def _emit_iteration(begin, batch, end):
-    """One iteration ends: a step, or — the process having made backward passes, none in this one — an
-    evaluation iteration (its wait for the batch stays a wait, outside any step). begin: (ns, backwards)."""
+    """One iteration ends: a step; or — the process having made backward passes, none in this one — an
+    evaluation iteration (its wait for the batch stays a wait, outside any step); or, on a thread that never
+    ran a backward pass while another thread did, a prefetch thread's iteration (the loop is that other
+    thread, its steps its backward passes: stalldx_hook_loop). begin: (ns, backwards)."""
     backwards = _h._backwards[0]
-    if backwards > 0 and backwards == begin[1]:
+    if backwards > 0 and getattr(_h._local, "backwards", 0) == 0:
+        _h._emit(_h._PREFETCH_ITERATION_NAME, "user", batch, begin[0], end)
+    elif backwards > 0 and backwards == begin[1]:
         _h._emit(_h._EVAL_ITERATION_NAME, "user", batch, begin[0], end)
     else:
         _h._emit(_h._STEP_NAME, "step", batch, begin[0], end)

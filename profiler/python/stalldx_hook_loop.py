@@ -9,9 +9,10 @@
 #     Tensor.to / .cuda): a wait for the batch (wait_batch) split as a fetch is
 #     (stalldx_hook_loader._record_work: reads of files opened in it and time blocked off-CPU are
 #     retrieval, the rest decode; blocked while the process's other threads ran — threads of its own
-#     making the batch, or its child processes (a multiprocessing.Pool) — is decode up to their CPU time).
-# Only while the process has iterated no DataLoader: from the first DataLoader batch on its own
-# iterations are the steps, and this stays quiet. Clocks: CLOCK_MONOTONIC (time.monotonic_ns), stalldx's.
+#     making the batch, or its child processes (a multiprocessing.Pool) — is decode up to their CPU time (and, for children, time runnable waiting for a CPU)).
+# Only on a thread that has iterated no DataLoader: from its first DataLoader batch on, that thread's
+# iterations are the steps and this stays quiet there (a prefetch thread's DataLoader leaves it on in the
+# loop's thread). Clocks: CLOCK_MONOTONIC (time.monotonic_ns), stalldx's.
 # Every patch falls back to the original on an error of its own.
 import builtins
 import time
@@ -27,7 +28,9 @@ _has_children = [False]
 
 
 def _active():
-    return not _h._dataloader_seen[0]
+    """This thread's backward passes are its steps: it has iterated no DataLoader (a loop fed by its own
+    generator, or by a queue that a prefetch thread fills from a DataLoader)."""
+    return not getattr(_h._local, "dataloader_seen", False)
 
 
 def _batch_id():
@@ -46,7 +49,7 @@ def _begin_between(loc, torch):
     builtins.open = _h._open
     loc.loop_between = _h._clocks()[:]
     loc.loop_process_cpu = time.process_time_ns()
-    loc.loop_children = _h._children_cpu() if _has_children[0] else None
+    loc.loop_children = _h._children_busy() if _has_children[0] else None
     loc.loop_handle = hook(_on_forward)
 
 
@@ -72,9 +75,9 @@ def _end_between(loc, emit, end=None):
 
 
 def _children_meanwhile(before):
-    """CPU time the process's children spent since `before` ({pid: ns}; None: not read — then only
+    """Time the process's children spent on a CPU or runnable since `before` ({pid: ns}; None: not read — then only
     whether there are children is learnt, for the next waits)."""
-    now = _h._children_cpu()
+    now = _h._children_busy()
     if before is None:
         _has_children[0] = _has_children[0] or bool(now)
         return 0
@@ -111,7 +114,7 @@ def _after_optimizer_step(*_):
         if getattr(loc, "loop_handle", None) is not None:
             loc.loop_between = _h._clocks()[:]
             loc.loop_process_cpu = time.process_time_ns()
-            loc.loop_children = _h._children_cpu() if _has_children[0] else None
+            loc.loop_children = _h._children_busy() if _has_children[0] else None
             loc.loop_reads[0] = loc.loop_reads[1] = loc.loop_collate[0] = loc.loop_collate[1] = 0
     except Exception:
         pass
@@ -135,6 +138,7 @@ def _backward_patch(orig, torch):
         finally:
             try:
                 _h._backwards[0] += 1
+                _h._local.backwards = getattr(_h._local, "backwards", 0) + 1
                 if _active():
                     _after_backward(torch)
             except Exception:

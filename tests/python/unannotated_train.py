@@ -35,6 +35,7 @@ p.add_argument("--exit-workers", action="store_true", help="workers leave by os.
 p.add_argument("--no-loader", action="store_true", help="batches from a plain generator in the loop, no DataLoader")
 p.add_argument("--loader-threads", type=int, default=0, help="with --no-loader: batches made by this many threads of the loop's process, through a queue")
 p.add_argument("--loader-processes", type=int, default=0, help="with --no-loader: batches made by a multiprocessing.Pool of this many processes (imap)")
+p.add_argument("--prefetch-thread", action="store_true", help="a thread pulls the DataLoader's batches into a queue; the loop takes them from it")
 p.add_argument("--slow-optimizer", type=float, default=0, help="the optimizer's step spins this many ms of CPU")
 p.add_argument("--validate", type=int, default=0, help="after each epoch, this many batches of a validation DataLoader under torch.no_grad()")
 p.add_argument("--iter-per-step", action="store_true", help="each step takes next(iter(loader)): a new iterator (or pass) every step")
@@ -190,6 +191,25 @@ if __name__ == "__main__":
 
     opt = SlowSGD(model.parameters(), lr=0.01)
     done = 0
+    if args.prefetch_thread:  # the loader iterated on a thread of its own; the loop only takes from a queue
+
+        class Prefetched:
+            def __init__(self, inner):
+                self.inner = inner
+
+            def __iter__(self):
+                q = queue.Queue(maxsize=2)
+
+                def pump():
+                    for item in self.inner:
+                        q.put(item)
+                    q.put(None)
+
+                threading.Thread(target=pump, daemon=True).start()
+                while (item := q.get()) is not None:
+                    yield item
+
+        loader = Prefetched(loader)
     if args.iter_per_step:  # the classic mistake: a fresh iterator each step, its workers started anew
         for done in range(1, args.steps + 1):
             x, y = next(iter(loader))

@@ -202,6 +202,15 @@ TEST_F(PythonHookEdges, ALoopWithoutADataLoaderGetsStepsFromItsBackwardPasses) {
   EXPECT_GE(tally(pool.report, "decoding").steps, kSteps - 2) << pool.log;
   EXPECT_GT(pool.report["headline"]["share"]["decoding"].get<double>(), 2 * pool.report["headline"]["share"]["retrieval"].get<double>())
       << pool.report["headline"]["text"];
+  // A DataLoader iterated by a thread of the program's own that fills a queue (a "prefetcher"); the loop
+  // only takes from the queue: its steps are its backward passes, not the prefetch thread's iterations,
+  // and slow reads in the workers are the loop's wait. Failed before: 2 steps (the rest taken for
+  // evaluation iterations: no backward pass on the prefetch thread).
+  const Recorded pre = record(fmt::format("--prefetch-thread --steps {} --slow-read-ms 12", kSteps));
+  ASSERT_EQ(pre.rc, 0) << pre.log;
+  EXPECT_NE(pre.log.find("another thread fills from a DataLoader"), std::string::npos) << pre.log;
+  EXPECT_GE(tally(pre.report, "retrieval").steps, kSteps - 2) << pre.log;
+  EXPECT_EQ(pre.report["headline"]["bound"], "input-bound") << pre.report["headline"]["text"];
   // An expensive optimizer step and cheap batches: the step is the loop's own work, not the batch's
   // making (the batch is timed from the optimizer's end). Failed before: decoding on every step.
   const Recorded r = record("--no-loader --steps 12 --slow-optimizer 30");

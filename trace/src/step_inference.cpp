@@ -177,9 +177,10 @@ StepEvidence infer_steps(Trace& t) {
   // The Python hook's iterations: steps only when nothing the program itself said marks them.
   std::vector<HostRange*> loop_iterations;
   std::size_t backward_iterations = 0;  // of those, a loop without a DataLoader (backward to backward)
-  std::size_t named = 0, evaluation = 0;  // evaluation: the hook's DataLoader iterations with no backward pass
+  std::size_t named = 0, evaluation = 0, prefetch = 0;  // prefetch: DataLoader iterations on a thread with no backward pass  // evaluation: the hook's DataLoader iterations with no backward pass
   for (HostRange& r : t.ranges) {
     if (r.role == Role::user && t.name(r.name) == kPythonEvalIterationName) ++evaluation;
+    if (r.role == Role::user && t.name(r.name) == kPythonPrefetchIterationName) ++prefetch;
     if (r.role != Role::step) continue;
     if (python_hook_step_name(t.name(r.name))) {
       loop_iterations.push_back(&r);
@@ -247,10 +248,17 @@ StepEvidence infer_steps(Trace& t) {
         ev.rule = StepRule::python_loop;
         // Iterations of several DataLoaders read in one loop (zip(a, b)) overlap: each loop iteration is a step once.
         std::uint32_t lane = 0;
-        const std::size_t steps = kept_step_ranges(t, lane).size(), inside = loop_iterations.size() - steps;
-        ev.found = backward_iterations == loop_iterations.size()
-                       ? fmt::format("{} iterations of the training loop, from one backward pass to the next (the Python hook; no DataLoader)",
-                                     steps)
+        const std::vector<std::size_t> kept = kept_step_ranges(t, lane);
+        const std::size_t steps = kept.size(), inside = loop_iterations.size() - steps;
+        const bool backward_steps = std::all_of(kept.begin(), kept.end(), [&](std::size_t i) {
+          return t.name(t.ranges[i].name) == kPythonBackwardStepName;
+        });
+        ev.found = backward_steps
+                       ? fmt::format("{} iterations of the training loop, from one backward pass to the next (the Python hook; {})", steps,
+                                     prefetch + inside > 0
+                                         ? fmt::format("its batches from a queue that another thread fills from a DataLoader: {} "
+                                                       "iterations there, not counted", prefetch + inside)
+                                         : std::string("no DataLoader"))
                        : fmt::format("{} iterations of the loop over a DataLoader (the Python hook{})", steps,
                                      inside == 0 ? "" : fmt::format("; {} iterations of other DataLoaders or threads overlapping them, not counted", inside));
         if (evaluation > 0)

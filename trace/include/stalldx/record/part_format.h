@@ -52,6 +52,9 @@ inline constexpr const char* kPythonBackwardStepName = "training loop iteration 
 // The name it gives a DataLoader iteration in which no backward pass ran, once the process has made one
 // (a validation loader's): a range of role user, not a step; the report counts them apart.
 inline constexpr const char* kPythonEvalIterationName = "DataLoader loop iteration without a backward pass (evaluation)";
+// The name it gives a DataLoader iteration on a thread that never runs a backward pass while another
+// thread does (a prefetch thread filling the loop's queue): role user; the loop's steps are its backward passes.
+inline constexpr const char* kPythonPrefetchIterationName = "DataLoader iteration on a thread that runs no backward pass (a prefetch thread)";
 // Is `name` one of the Python hook's step names?
 inline bool python_hook_step_name(std::string_view name) { return name == kPythonLoopStepName || name == kPythonBackwardStepName; }
 // The Python hook's batch ids (stalldx_hook.py _batch_id): (iterator << 40) | (pass << 24) | index, the
