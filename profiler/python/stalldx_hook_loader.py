@@ -248,6 +248,12 @@ def _next_patch(orig_next):
             data = orig_next(self)
         except StopIteration:
             self._stalldx_step_begin = None
+            try:  # the loop may go on without the DataLoader (itertools.cycle replays the batches it saved):
+                # its backward passes are its steps again, the first from here
+                _h._local.dataloader_seen = False
+                _h._local.loop_step_begin, _h._local.loop_batch = t0, -1
+            except Exception:
+                pass
             raise
         finally:
             _h._local.batch = -1

@@ -10,9 +10,10 @@
 #     (stalldx_hook_loader._record_work: reads of files opened in it and time blocked off-CPU are
 #     retrieval, the rest decode; blocked while the process's other threads ran — threads of its own
 #     making the batch, or its child processes (a multiprocessing.Pool) — is decode up to their CPU time (and, for children, time runnable waiting for a CPU)).
-# Only on a thread that has iterated no DataLoader: from its first DataLoader batch on, that thread's
-# iterations are the steps and this stays quiet there (a prefetch thread's DataLoader leaves it on in the
-# loop's thread). Clocks: CLOCK_MONOTONIC (time.monotonic_ns), stalldx's.
+# Only on a thread that is not iterating a DataLoader: from a DataLoader batch until that iterator's end,
+# the thread's iterations are the steps and this stays quiet there (a prefetch thread's DataLoader leaves
+# it on in the loop's thread; after a pass ends, a loop that goes on — itertools.cycle replaying the
+# batches — has its backward passes for steps again). Clocks: CLOCK_MONOTONIC (time.monotonic_ns), stalldx's.
 # Every patch falls back to the original on an error of its own.
 import builtins
 import time
@@ -28,8 +29,8 @@ _has_children = [False]
 
 
 def _active():
-    """This thread's backward passes are its steps: it has iterated no DataLoader (a loop fed by its own
-    generator, or by a queue that a prefetch thread fills from a DataLoader)."""
+    """This thread's backward passes are its steps: it is not iterating a DataLoader (a loop fed by its own
+    generator, by a queue that a prefetch thread fills from a DataLoader, or by batches kept from a pass)."""
     return not getattr(_h._local, "dataloader_seen", False)
 
 

@@ -6,6 +6,7 @@ flags. Knobs induce one cause at a time:
   --workers, --start (fork|spawn), --persistent, --pin, --iterable, --subclass, --exit-workers
 Makes its own images (--data DIR) when the folder is empty."""
 import argparse
+import itertools
 import multiprocessing
 import os
 import queue
@@ -36,6 +37,7 @@ p.add_argument("--no-loader", action="store_true", help="batches from a plain ge
 p.add_argument("--loader-threads", type=int, default=0, help="with --no-loader: batches made by this many threads of the loop's process, through a queue")
 p.add_argument("--loader-processes", type=int, default=0, help="with --no-loader: batches made by a multiprocessing.Pool of this many processes (imap)")
 p.add_argument("--prefetch-thread", action="store_true", help="a thread pulls the DataLoader's batches into a queue; the loop takes them from it")
+p.add_argument("--cycle", action="store_true", help="itertools.cycle(loader): after the first pass the batches it saved are replayed")
 p.add_argument("--slow-optimizer", type=float, default=0, help="the optimizer's step spins this many ms of CPU")
 p.add_argument("--validate", type=int, default=0, help="after each epoch, this many batches of a validation DataLoader under torch.no_grad()")
 p.add_argument("--iter-per-step", action="store_true", help="each step takes next(iter(loader)): a new iterator (or pass) every step")
@@ -210,6 +212,8 @@ if __name__ == "__main__":
                     yield item
 
         loader = Prefetched(loader)
+    if args.cycle:
+        loader = itertools.cycle(loader)
     if args.iter_per_step:  # the classic mistake: a fresh iterator each step, its workers started anew
         for done in range(1, args.steps + 1):
             x, y = next(iter(loader))

@@ -211,6 +211,13 @@ TEST_F(PythonHookEdges, ALoopWithoutADataLoaderGetsStepsFromItsBackwardPasses) {
   EXPECT_NE(pre.log.find("another thread fills from a DataLoader"), std::string::npos) << pre.log;
   EXPECT_GE(tally(pre.report, "retrieval").steps, kSteps - 2) << pre.log;
   EXPECT_EQ(pre.report["headline"]["bound"], "input-bound") << pre.report["headline"]["text"];
+  // itertools.cycle(loader): after its first pass cycle replays the batches it saved, with no DataLoader
+  // call — the loop's backward passes are its steps from there. Failed before: 10 steps of 30 (the
+  // first pass's), "too short".
+  const Recorded cyc = record("--cycle --batch 16 --steps 30");
+  ASSERT_EQ(cyc.rc, 0) << cyc.log;
+  EXPECT_NE(cyc.log.find("after a pass of its DataLoader ended"), std::string::npos) << cyc.log;
+  EXPECT_GE(tally(cyc.report, "decoding").steps, 28) << cyc.log;
   // An expensive optimizer step and cheap batches: the step is the loop's own work, not the batch's
   // making (the batch is timed from the optimizer's end). Failed before: decoding on every step.
   const Recorded r = record("--no-loader --steps 12 --slow-optimizer 30");

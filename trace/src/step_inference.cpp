@@ -250,16 +250,21 @@ StepEvidence infer_steps(Trace& t) {
         std::uint32_t lane = 0;
         const std::vector<std::size_t> kept = kept_step_ranges(t, lane);
         const std::size_t steps = kept.size(), inside = loop_iterations.size() - steps;
-        const bool backward_steps = std::all_of(kept.begin(), kept.end(), [&](std::size_t i) {
+        const auto kept_backward = static_cast<std::size_t>(std::count_if(kept.begin(), kept.end(), [&](std::size_t i) {
           return t.name(t.ranges[i].name) == kPythonBackwardStepName;
-        });
+        }));
+        const bool backward_steps = kept_backward == steps;
         ev.found = backward_steps
                        ? fmt::format("{} iterations of the training loop, from one backward pass to the next (the Python hook; {})", steps,
                                      prefetch + inside > 0
                                          ? fmt::format("its batches from a queue that another thread fills from a DataLoader: {} "
                                                        "iterations there, not counted", prefetch + inside)
                                          : std::string("no DataLoader"))
-                       : fmt::format("{} iterations of the loop over a DataLoader (the Python hook{})", steps,
+                       : fmt::format("{} iterations of the loop over a DataLoader (the Python hook{}{})", steps,
+                                     kept_backward == 0 ? ""
+                                                        : fmt::format("; {} of them after a pass of its DataLoader ended, from one backward "
+                                                                      "pass to the next (the loop went on without it: itertools.cycle?)",
+                                                                      kept_backward),
                                      inside == 0 ? "" : fmt::format("; {} iterations of other DataLoaders or threads overlapping them, not counted", inside));
         if (evaluation > 0)
           ev.found += fmt::format("; {} more without a backward pass (evaluation, not counted as steps)", evaluation);
