@@ -177,7 +177,9 @@ StepEvidence infer_steps(Trace& t) {
   // The Python hook's iterations: steps only when nothing the program itself said marks them.
   std::vector<HostRange*> loop_iterations;
   std::size_t backward_iterations = 0;  // of those, a loop without a DataLoader (backward to backward)
-  std::size_t named = 0, evaluation = 0, prefetch = 0;  // prefetch: DataLoader iterations on a thread with no backward pass  // evaluation: the hook's DataLoader iterations with no backward pass
+  // evaluation: the hook's DataLoader iterations with no backward pass; prefetch: its DataLoader iterations
+  // on a thread that runs none while another thread does
+  std::size_t named = 0, evaluation = 0, prefetch = 0;
   for (HostRange& r : t.ranges) {
     if (r.role == Role::user && t.name(r.name) == kPythonEvalIterationName) ++evaluation;
     if (r.role == Role::user && t.name(r.name) == kPythonPrefetchIterationName) ++prefetch;
@@ -254,11 +256,12 @@ StepEvidence infer_steps(Trace& t) {
           return t.name(t.ranges[i].name) == kPythonBackwardStepName;
         }));
         const bool backward_steps = kept_backward == steps;
+        const std::size_t loader_iterations = prefetch + loop_iterations.size() - backward_iterations;  // the DataLoader's, any thread
         ev.found = backward_steps
                        ? fmt::format("{} iterations of the training loop, from one backward pass to the next (the Python hook; {})", steps,
-                                     prefetch + inside > 0
+                                     loader_iterations > 0
                                          ? fmt::format("its batches from a queue that another thread fills from a DataLoader: {} "
-                                                       "iterations there, not counted", prefetch + inside)
+                                                       "iterations there, not counted", loader_iterations)
                                          : std::string("no DataLoader"))
                        : fmt::format("{} iterations of the loop over a DataLoader (the Python hook{}{})", steps,
                                      kept_backward == 0 ? ""
