@@ -24,7 +24,8 @@ import stalldx_hook_loader as _loader
 _serial = [None]  # this process's loop serial (a batch id's iterator field), taken at the first step
 _index = [0]
 # Whether the process had child processes at a wait's end (a Pool making its batches): from then on each
-# wait reads their CPU time at both ends (0.09–0.18 ms a read with 1–2 children on the 2-core VM; never for a loop without children).
+# wait reads their CPU time at both ends (0.09–0.18 ms a read with 1–2 children on the 2-core VM; a loop
+# without children looks for them once in _PROBE_EVERY waits).
 _has_children = [False]
 
 
@@ -75,14 +76,20 @@ def _end_between(loc, emit, end=None):
     loc.loop_batch = batch
 
 
+_PROBE_EVERY = 50  # waits between two looks for children while none were found
+_waits_unprobed = [0]
+
+
 def _children_meanwhile(before):
-    """Time the process's children spent on a CPU or runnable since `before` ({pid: ns}; None: not read — then only
-    whether there are children is learnt, for the next waits)."""
-    now = _h._children_busy()
+    """Time the process's children spent on a CPU or runnable since `before` ({pid: ns}). None: not read —
+    then whether there are children is learnt for the next waits, at the first wait and every
+    _PROBE_EVERY-th after it (one read in 50 waits for a loop without children)."""
     if before is None:
-        _has_children[0] = _has_children[0] or bool(now)
+        _waits_unprobed[0] += 1
+        if _waits_unprobed[0] % _PROBE_EVERY == 1:
+            _has_children[0] = bool(_h._children_busy())
         return 0
-    return sum(max(ns - before.get(pid, 0), 0) for pid, ns in now.items())
+    return sum(max(ns - before.get(pid, 0), 0) for pid, ns in _h._children_busy().items())
 
 
 def _on_forward(module, inputs):
