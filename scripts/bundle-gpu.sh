@@ -3,7 +3,7 @@
 # build (default build/gpu → .gpu): the programs the device checks run, stripped (the device tool carries
 # at most 64 MiB), and the Debian libraries they need (../shared/tools/bundle.sh). NCCL is not carried
 # (≈ 200 MB): env.sh finds the libnccl.so.2 that PyTorch's wheels install on that host.
-# Then: run with carry [".gpu"] and a command that starts `source .gpu/env.sh;`.
+# The Python hook goes along (share/stalldx/python). Then: run with carry [".gpu"] and a command that starts `source .gpu/env.sh;`.
 set -euo pipefail
 build=${1:-build/gpu}; dest=${2:-.gpu}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,9 +15,13 @@ for p in $programs; do
 done
 "$here/../shared/tools/bundle.sh" "$stage" "$dest"
 rm -f "$dest/lib/libnccl.so.2"
+# The Python hook beside the programs (bin/../share/stalldx/python, where `record` looks): without it a
+# PyTorch program under `record` on that host has no steps from its DataLoader or backward passes.
+mkdir -p "$dest/share/stalldx/python"
+cp "$here"/profiler/python/*.py "$dest/share/stalldx/python/"
 cat >> "$dest/env.sh" <<'ENV'
 # NCCL from PyTorch's wheel (nvidia-nccl-cu*) on the GPU host, found by Debian-free python3 without our libraries.
 nccl_dir=$(env -u LD_LIBRARY_PATH python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null || true)
-[[ -n $nccl_dir && -d $nccl_dir ]] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$nccl_dir"
+if [[ -n $nccl_dir && -d $nccl_dir ]]; then export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$nccl_dir"; fi  # sourcing ends with status 0
 ENV
 du -sh "$dest"

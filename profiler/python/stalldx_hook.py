@@ -17,6 +17,7 @@
 # backward and the next forward (stalldx_hook_loop.py).
 # This module: the library binding, file reads, copies, collectives and the installation; the loop's,
 # the loader's and the workers' patches are in stalldx_hook_loader.py.
+import atexit
 import builtins
 import ctypes
 import io
@@ -244,6 +245,7 @@ def _patch_torch_data():
 
     stalldx_hook_loop.install(torch)
     _loop = stalldx_hook_loop
+    atexit.register(_loader.close_orphan_at_exit)
     torch.Tensor.to = _to_patch(torch.Tensor.to, "to(device)")
     torch.Tensor.cuda = _to_patch(torch.Tensor.cuda, "cuda()")
     _lib.stalldx_py_note(("torch %s: DataLoader patched" % torch.__version__).encode())

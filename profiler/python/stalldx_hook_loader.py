@@ -297,10 +297,24 @@ def _close_orphan(end):
         _emit_iteration(orphan[0], orphan[1], end)
 
 
+def close_orphan_at_exit():
+    """atexit (the main thread): the loop's last `next(iter(loader))` step, left open with no wait after it,
+    ends where its work did — the thread's last backward pass or optimizer step since it began (lost if
+    none came: an evaluation loop's last iteration)."""
+    try:
+        orphan = getattr(_h._local, "orphan", None)
+        end = getattr(_h._local, "work_end", None)
+        if orphan is not None and end is not None and end > orphan[0][0]:
+            _h._local.orphan = None
+            _emit_iteration(orphan[0], orphan[1], end)
+    except Exception:
+        pass
+
+
 def _del_patch(orig_del):
     # A loop left by `break` drops its iterator: the last iteration ends there. An iterator dropped after
-    # one batch (a new one each step) leaves its iteration open until the thread's next wait for a batch
-    # (lost if none comes: the loop's last step).
+    # one batch (a new one each step) leaves its iteration open until the thread's next wait for a batch,
+    # or until exit (close_orphan_at_exit).
     def __del__(self):
         try:
             if getattr(self, "_stalldx_yielded", 0) == 1 and getattr(self, "_stalldx_step_begin", None) is not None:

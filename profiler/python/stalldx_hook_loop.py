@@ -119,6 +119,7 @@ def _after_optimizer_step(*_):
     """The optimizer's step is the iteration's own work: the batch is made after it."""
     try:
         loc = _h._local
+        loc.work_end = time.monotonic_ns()
         if getattr(loc, "loop_handle", None) is not None:
             loc.loop_between = _h._clocks()[:]
             loc.loop_process_cpu = time.process_time_ns()
@@ -147,6 +148,7 @@ def _backward_patch(orig, torch):
             try:
                 _h._backwards[0] += 1
                 _h._local.backwards = getattr(_h._local, "backwards", 0) + 1
+                _h._local.work_end = time.monotonic_ns()  # this thread's iteration work ended by here (at least)
                 if _active():
                     _after_backward(torch)
             except Exception:
