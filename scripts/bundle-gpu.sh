@@ -13,7 +13,15 @@ for p in $programs; do
   f=$(find "$build" -name "$p" -type f -not -path '*/CMakeFiles/*' | head -1)
   if [[ -n $f ]]; then cp "$f" "$stage/"; strip --strip-unneeded "$stage/$p"; else echo "bundle-gpu: $p not built in $build (skipped)"; fi
 done
-"$here/../shared/tools/bundle.sh" "$stage" "$dest"
+# One program at a time: bundle.sh's library loop ends with the status of its last test, so a program whose
+# last library an earlier program brought ends that script early (set -e), leaving no env.sh.
+rm -rf "$dest"; mkdir -p "$dest/bin" "$dest/lib"
+for f in "$stage"/*; do
+  one=$(mktemp -d); mkdir -p "$one/in"; cp "$f" "$one/in/"
+  "$here/../shared/tools/bundle.sh" "$one/in" "$one/out" > /dev/null
+  cp -n "$one/out/bin/"* "$dest/bin/"; cp -n "$one/out/lib/"* "$dest/lib/" 2>/dev/null || true; cp "$one/out/env.sh" "$dest/env.sh"
+  rm -rf "$one"
+done
 rm -f "$dest/lib/libnccl.so.2"
 # The Python hook beside the programs (bin/../share/stalldx/python, where `record` looks): without it a
 # PyTorch program under `record` on that host has no steps from its DataLoader or backward passes.

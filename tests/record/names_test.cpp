@@ -292,6 +292,70 @@ TEST(StepInference, WithNoCopiesTheKernelThatRecursOncePerPeriod) {
   EXPECT_EQ(b.steps(), 6);
 }
 
+// PyTorch runs the backward pass on an autograd thread of its own: that thread launches most device work,
+// the loop's thread copies the batch and launches the forward pass. The copies still mark the steps, on
+// the loop's thread (before, only the launching thread's copies counted: "no steps found").
+TEST(StepInference, TheBatchCopyMarksTheStepsWhenAnotherThreadLaunchesTheBackwardPass) {
+  Built b(2);
+  for (int k = 0; k < 8; ++k) {
+    const double at = k * 20 + (k % 3) * 4;  // waits for input of uneven length
+    b.launch(0, at, ActivityKind::memcpy_h2d, "copy", 8 << 20);
+    for (int i = 0; i < 3; ++i) b.launch(0, at + 1 + i, ActivityKind::kernel, "fwd" + std::to_string(i));
+    for (int i = 0; i < 7; ++i) b.launch(1, at + 5 + i * 0.5, ActivityKind::kernel, "bwd" + std::to_string(i));
+    b.launch(0, at + 9, ActivityKind::kernel, "sgd");
+  }
+  const StepEvidence ev = infer_steps(b.t);
+  EXPECT_EQ(ev.rule, StepRule::cuda_period);
+  EXPECT_NE(ev.found.find("8388608-byte host-to-device copy issued by thread 'main'"), std::string::npos) << ev.found;
+  EXPECT_EQ(b.steps(), 8);
+  for (const HostRange& r : b.t.ranges) EXPECT_EQ(r.thread, 0u) << "the steps are on the loop's thread";
+}
+
+// A feeder thread copies batches ahead of the loop into a queue (copies only, one more than the loop
+// takes); the loop's forward and backward pass run on two threads at an uneven pace. The copies do not
+// pace the steps; the kernel launched once an iteration with the same kernels between does, on the lane
+// that launches it. A kernel launched three times an iteration (unequal parts) and one per layer (the
+// loss and optimizer kernels in every fourth part) are passed over.
+TEST(StepInference, WithCopiesOnAFeederThreadTheKernelWithTheSameWorkBetweenMarksTheSteps) {
+  Built b(3);
+  for (int k = 0; k < 10; ++k) b.launch(2, k * 15.0, ActivityKind::memcpy_h2d, "copy", 8 << 20);  // ahead of the loop
+  double at = 3;
+  for (int k = 0; k < 9; ++k) {
+    at += (k % 4) * 7;  // waits of uneven length
+    b.launch(0, at, ActivityKind::kernel, "embed");
+    for (int layer = 0; layer < 4; ++layer) {
+      b.launch(0, at + 0.2, ActivityKind::kernel, "attention");
+      b.launch(0, at + 0.4, ActivityKind::kernel, "gemm");
+      b.launch(0, at + 0.5, ActivityKind::kernel, "gemm");
+      b.launch(0, at + 0.6, ActivityKind::kernel, "gemm");
+      at += 1;
+    }
+    b.launch(0, at, ActivityKind::kernel, "loss");
+    for (int i = 0; i < 5; ++i) b.launch(1, at + 1 + i, ActivityKind::kernel, "bwd" + std::to_string(i));
+    at += 8;
+  }
+  const StepEvidence ev = infer_steps(b.t);
+  EXPECT_EQ(ev.rule, StepRule::cuda_period);
+  EXPECT_NE(ev.found.find("kernel 'embed' by thread 'main'"), std::string::npos) << ev.found;
+  EXPECT_EQ(b.steps(), 9);
+  for (const HostRange& r : b.t.ranges) EXPECT_EQ(r.thread, 0u);
+}
+
+// The first iterations autotune (more kernels); from then on the same work: still one step an iteration.
+TEST(StepInference, AWarmUpWithOtherKernelsDoesNotHideThePeriod) {
+  Built b(1);
+  for (int k = 0; k < 12; ++k) {
+    b.launch(0, k * 10, ActivityKind::kernel, "head");
+    if (k < 2)
+      for (int i = 0; i < 4; ++i) b.launch(0, k * 10 + 1 + i * 0.5, ActivityKind::kernel, "autotune");
+    for (int i = 0; i < 3; ++i) b.launch(0, k * 10 + 4 + i, ActivityKind::kernel, "conv" + std::to_string(i));
+  }
+  const StepEvidence ev = infer_steps(b.t);
+  EXPECT_EQ(ev.rule, StepRule::cuda_period);
+  EXPECT_NE(ev.found.find("'head'"), std::string::npos) << ev.found;
+  EXPECT_EQ(b.steps(), 12);
+}
+
 }  // namespace
 }  // namespace stalldx::record
 
