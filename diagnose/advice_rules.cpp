@@ -207,6 +207,13 @@ void advise_unattributed(const AdviceInputs& in) {
   if (in.cause(Cause::input_unsplit) >= 0.5 * in.stall(StallClass::unattributed))
     in.say(Advice::split_wait, fmt::format("{:.0f} ms waiting for batches whose producers left no records: the wait cannot be split into "
                                         "retrieval and decoding — annotate the workers' read and decode", in.cause(Cause::input_unsplit)));
+  else if (in.cause(Cause::before_batch_copy) >= 0.5 * in.stall(StallClass::unattributed))
+    in.say(Advice::add_ranges,
+           fmt::format("{:.0f} ms with the device idle and no CUDA call until the loop copied its next batch, with no record of what it "
+                       "did there: most likely getting that batch (its loader, a queue, decoding in the loop) — put a range around the "
+                       "fetch (nvtxRangePush(\"data\") ... nvtxRangePop; a Python program is recorded with the hook on unless "
+                       "--no-python-hook) to split it into retrieval and decoding",
+                       in.cause(Cause::before_batch_copy)));
   else
     in.say(Advice::add_ranges, fmt::format("{:.0f} ms of stall happened outside any wait/submit range: add ranges there before concluding",
                                         in.stall(StallClass::unattributed)));

@@ -38,7 +38,7 @@ struct StepAccumulator {
   void add(Cause c, const std::string& what, double ms_idle) {
     cls[static_cast<int>(cause_class(c))] += ms_idle;
     causes[{c, what}] += ms_idle;
-    if (c == Cause::input_unsplit) unsplit_ms += ms_idle;
+    if (unsplit_input(c)) unsplit_ms += ms_idle;
   }
   double unsplit_ms = 0;  // waits on a batch whose producers left no records
 };
@@ -79,7 +79,13 @@ void attribute(const TraceIndex& ix, Interval gap, std::size_t& seg_cursor, Step
   const bool many = acc.launches_in_step >= ix.thresholds.launch_bound_launches;
   const bool paced = !host_only && (many || ix.host_paced(gap));
   const Cause pacing = many ? Cause::launch_rate : Cause::host_paced;
-  const auto outside = [&](Cause plain, const std::string& what, double d) { acc.add(paced ? pacing : plain, what, d); };
+  // Steps inferred from the batch copies, no range anywhere: the idle before the next batch's copy is the
+  // loop getting that batch (its loader, a queue, its own decoding) — input, not launch rate.
+  const bool before_batch = !host_only && ix.before_batch_copy(gap);
+  const auto outside = [&](Cause plain, const std::string& what, double d) {
+    if (before_batch) acc.add(Cause::before_batch_copy, "", d);
+    else acc.add(paced ? pacing : plain, what, d);
+  };
   const auto& segs = ix.segments;
   while (seg_cursor < segs.size() && segs[seg_cursor].end <= gap.begin) ++seg_cursor;
   std::int64_t t = gap.begin;
@@ -272,7 +278,7 @@ void decide(const TraceIndex& ix, const Thresholds& th, const Coverage& cov, Ste
 void keep_consumer_waits(StepAccumulator& acc, bool between_windows) {
   for (auto it = acc.causes.begin(); it != acc.causes.end();) {
     const Cause c = it->first.first;
-    const bool input = cause_class(c) == StallClass::retrieval || cause_class(c) == StallClass::decoding || c == Cause::input_unsplit;
+    const bool input = cause_class(c) == StallClass::retrieval || cause_class(c) == StallClass::decoding || unsplit_input(c);
     it = c == Cause::outside_ranges || c == Cause::unmapped_range || (between_windows && !input) ? acc.causes.erase(it) : std::next(it);
   }
   acc.cls = {};

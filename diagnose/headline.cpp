@@ -28,7 +28,7 @@ Headline make_headline(const Report& rep, const StartupSteps& startup) {
     busy += s.busy_ms;
     for (int c = 0; c < kClassCount; ++c) cls[c] += s.class_ms[c];
     for (const CauseShare& c : s.causes) {
-      if (c.cause == Cause::input_unsplit) unsplit_ms += c.ms;
+      if (unsplit_input(c.cause)) unsplit_ms += c.ms;
       if (c.cause == Cause::consumer_starved) starved_ms += c.ms;
     }
   }

@@ -35,7 +35,7 @@ std::optional<Verdict> host_only_class(const StepDiagnosis& sd, const Thresholds
   const double limit = th.device_bound_limit(sd.window_ms);
   if (sd.stall_ms <= limit) return std::nullopt;
   double unsplit = 0;  // waits on a loader whose work left no records (torch.profiler: workers are other processes)
-  for (const CauseShare& c : sd.causes) unsplit += c.cause == Cause::input_unsplit ? c.ms : 0;
+  for (const CauseShare& c : sd.causes) unsplit += unsplit_input(c.cause) ? c.ms : 0;
   if (unsplit >= th.dominant_share * sd.stall_ms) return Verdict::input;
   if (sd.top == StallClass::unattributed || sd.class_ms[static_cast<int>(sd.top)] < th.dominant_share * sd.stall_ms) return std::nullopt;
   return static_cast<Verdict>(sd.top);

@@ -1,9 +1,11 @@
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <map>
 
 #include "input_split.h"
 #include "stalldx/record/merge.h"
+#include "stalldx/record/step_inference.h"
 
 namespace stalldx::diagnose {
 
@@ -150,6 +152,10 @@ TraceIndex::TraceIndex(const Trace& t, const Thresholds& th) : trace(t), thresho
   standin = standin || t.meta.standin;
 
   warmup = warmup_steps(t, th);
+  if (auto it = t.meta.config.find(record::kStepsBatchCopyBytesKey); it != t.meta.config.end()) {
+    const std::string& v = it->second;
+    if (std::from_chars(v.data(), v.data() + v.size(), batch_copy_bytes).ec != std::errc()) batch_copy_bytes = 0;  // a forged value: ignored
+  }
 }
 
 bool TraceIndex::host_paced(Interval gap) const {
@@ -158,6 +164,20 @@ bool TraceIndex::host_paced(Interval gap) const {
   for (; it != work_begins.end() && it->first <= gap.end + 1'000; ++it) {
     auto c = call_by_corr.find(it->second);
     if (c != call_by_corr.end() && c->second->begin_ns >= gap.begin) return true;
+  }
+  return false;
+}
+
+bool TraceIndex::before_batch_copy(Interval gap) const {
+  if (batch_copy_bytes == 0) return false;
+  auto it = std::lower_bound(work_begins.begin(), work_begins.end(), std::make_pair(gap.end - 1'000, std::uint64_t{0}));
+  for (; it != work_begins.end() && it->first <= gap.end + 1'000; ++it) {
+    auto c = call_by_corr.find(it->second);
+    if (c == call_by_corr.end() || c->second->begin_ns < gap.begin) continue;
+    auto acts = activities_by_corr.find(it->second);
+    if (acts == activities_by_corr.end()) continue;
+    for (const std::size_t i : acts->second)
+      if (trace.activities[i].kind == ActivityKind::memcpy_h2d && trace.activities[i].bytes == batch_copy_bytes) return true;
   }
   return false;
 }

@@ -23,7 +23,7 @@ double make_ms(const TraceIndex& ix, std::int64_t batch) {
 
 bool input_cause(Cause c) {
   const StallClass k = cause_class(c);
-  return k == StallClass::retrieval || k == StallClass::decoding || c == Cause::input_unsplit;
+  return k == StallClass::retrieval || k == StallClass::decoding || unsplit_input(c);
 }
 
 UnevenInput find_uneven_input(const TraceIndex& ix, const Report& rep, int skip) {

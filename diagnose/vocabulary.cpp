@@ -28,8 +28,11 @@ constexpr std::array<CauseInfo, kCauseCount> kCauses = {{
     {"inside a range with no stall role", StallClass::unattributed},
     {"consumer outside any range", StallClass::unattributed},
     {"host-paced: the device idled until the loop launched its next work", StallClass::submission},
+    {"no CUDA call until the next batch's copy, nothing recorded (its input?)", StallClass::unattributed},
 }};
 }  // namespace
+
+bool unsplit_input(Cause c) { return c == Cause::input_unsplit || c == Cause::before_batch_copy; }
 
 const char* class_name(StallClass c) {
   static constexpr std::array<const char*, kClassCount> kNames = {"retrieval", "decoding", "submission", "unattributed"};

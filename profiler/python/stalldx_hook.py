@@ -43,7 +43,7 @@ _ITERATOR_START_NAME = "DataLoader iterator start (worker processes)"
 # A persistent iterator's new pass (iter(loader) again): its workers told to resume, their prefetch refilled.
 _PASS_RESTART_NAME = "DataLoader pass restart (persistent workers resumed)"
 _names = {}  # name -> id in this process's names file (cleared in a forked child)
-_clock_buf = None
+_clock_buf = None  # the ctypes array type of _clocks()'s result (each thread has its own array)
 _serials = itertools.count(0)  # the first iterator's batch ids are its plain indices
 _orig = {}
 _local = threading.local()  # per thread: the active fetch's read/collate counters
@@ -51,8 +51,13 @@ _loop = None  # stalldx_hook_loop once installed (a loop without a DataLoader)
 
 
 def _clocks():
-    _lib.stalldx_py_clocks(_clock_buf)
-    return _clock_buf[0], _clock_buf[1], _clock_buf[2]
+    """(now, this thread's CPU ns, its run-queue ns). ctypes drops the GIL during the call: one array per
+    thread, else two threads' clocks mix (a loader thread read the loop thread's CPU time)."""
+    buf = getattr(_local, "clock_buf", None)
+    if buf is None:
+        buf = _local.clock_buf = _clock_buf()
+    _lib.stalldx_py_clocks(buf)
+    return buf[0], buf[1], buf[2]
 
 
 def _name(text):
@@ -315,7 +320,7 @@ def arm():
     _BACKWARD_STEP_NAME = os.environ.get("STALLDX_PY_BACKWARD_STEP_NAME", _BACKWARD_STEP_NAME)
     _EVAL_ITERATION_NAME = os.environ.get("STALLDX_PY_EVAL_ITERATION_NAME", _EVAL_ITERATION_NAME)
     _PREFETCH_ITERATION_NAME = os.environ.get("STALLDX_PY_PREFETCH_ITERATION_NAME", _PREFETCH_ITERATION_NAME)
-    _clock_buf = (ctypes.c_int64 * 3)()
+    _clock_buf = ctypes.c_int64 * 3
     _lib = lib
     _orig["open"] = builtins.open
     os.register_at_fork(after_in_child=_after_fork_in_child)

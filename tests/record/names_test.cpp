@@ -280,6 +280,43 @@ TEST(StepInference, WithNoRangesTheBatchSizedCopyMarksEachStep) {
   EXPECT_NE(diagnose::confidence_text(rep.coverage).find("period of the CUDA activity"), std::string::npos) << diagnose::confidence_text(rep.coverage);
 }
 
+// No range anywhere, steps inferred from the batch copies: the device idle with no CUDA call until the
+// loop copies its next batch is the loop getting that batch (a held-out loop fed by a multiprocessing Pool
+// read "submission-bound 91 %" before). Short host-paced gaps between many launches stay submission.
+TEST(StepInference, TheIdleBeforeEachInferredBatchCopyIsInputNotSubmission) {
+  const auto run = [](double wait_ms, int kernels) {
+    Built b(1);
+    double t = 0;
+    for (int k = 0; k < 10; ++k) {
+      t += wait_ms;
+      b.launch(0, t, ActivityKind::memcpy_h2d, "copy", 4 << 20);
+      for (int i = 0; i < kernels; ++i) b.launch(0, t + 1 + i, ActivityKind::kernel, "k" + std::to_string(i));
+      t += 1 + kernels;
+    }
+    EXPECT_EQ(infer_steps(b.t).rule, StepRule::cuda_period);
+    EXPECT_EQ(b.t.meta.config.at(kStepsBatchCopyBytesKey), "4194304");
+    assign_steps(b.t);
+    return diagnose::diagnose(b.t);
+  };
+  const diagnose::Report waits = run(20, 5);
+  int input = 0;
+  for (const diagnose::StepDiagnosis& s : waits.steps)
+    if (!s.warmup && s.step > 0) {
+      input += s.verdict == diagnose::Verdict::input;
+      EXPECT_EQ(s.causes.front().cause, diagnose::Cause::before_batch_copy) << s.evidence;
+    }
+  EXPECT_EQ(input, 9);
+  const diagnose::Report launches = run(0, 40);
+  for (const diagnose::StepDiagnosis& s : launches.steps)
+    if (!s.warmup && s.step > 0) EXPECT_EQ(s.verdict, diagnose::Verdict::submission) << s.evidence;
+  // Named steps: the key is gone, the idle is what it was.
+  Built named(1);
+  for (int k = 0; k < 6; ++k) named.range(0, "step " + std::to_string(k), k * 10, k * 10 + 10, Role::step);
+  named.t.meta.config[kStepsBatchCopyBytesKey] = "4194304";
+  infer_steps(named.t);
+  EXPECT_EQ(named.t.meta.config.count(kStepsBatchCopyBytesKey), 0u);
+}
+
 TEST(StepInference, WithNoCopiesTheKernelThatRecursOncePerPeriod) {
   Built b(1);
   for (int k = 0; k < 6; ++k) {

@@ -200,6 +200,7 @@ bool cuda_period(Trace& t, StepEvidence& ev) {
     for (const Launch& c : copies)
       if (c.lane == by) starts.push_back(c.at);
     ev.found = fmt::format("one step per {}-byte host-to-device copy issued by {} ({} copies)", bytes, thread_label(t, lane), starts.size());
+    t.meta.config[kStepsBatchCopyBytesKey] = std::to_string(bytes);
     break;
   }
   if (starts.empty() && kernels.size() > static_cast<std::size_t>(kMinFamily)) {
@@ -228,7 +229,10 @@ bool cuda_period(Trace& t, StepEvidence& ev) {
                              t.name(best_key).substr(0, 80), thread_label(t, lane), starts.size());
     }
   }
-  if (starts.size() < static_cast<std::size_t>(kMinFamily)) return false;
+  if (starts.size() < static_cast<std::size_t>(kMinFamily)) {
+    t.meta.config.erase(kStepsBatchCopyBytesKey);
+    return false;
+  }
   std::sort(starts.begin(), starts.end());
   starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
   add_step_ranges(t, lane, starts, last_call_end[lane], "step (inferred from CUDA activity)");
@@ -246,6 +250,7 @@ bool step_rule_from_name(std::string_view name, StepRule& out) {
 
 StepEvidence infer_steps(Trace& t) {
   StepEvidence ev;
+  t.meta.config.erase(kStepsBatchCopyBytesKey);  // set again only where rule 4 finds the steps by a copy
   // The Python hook's iterations: steps only when nothing the program itself said marks them.
   std::vector<HostRange*> loop_iterations;
   std::size_t backward_iterations = 0;  // of those, a loop without a DataLoader (backward to backward)

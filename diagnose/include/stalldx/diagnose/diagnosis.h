@@ -68,10 +68,16 @@ enum class Cause : std::uint8_t {
   unmapped_range,     // unattributed: inside a range with no stall role
   outside_ranges,     // unattributed: the consumer was outside any range
   host_paced,         // submission: the device idled until the consumer launched its next work (HTA's rule), few launches
+  // the loop made no CUDA call until it copied its next batch, and nothing recorded what it did: steps
+  // inferred from the batch copies of a program without ranges — its input, unsplit (like input_unsplit)
+  before_batch_copy,
 };
-inline constexpr int kCauseCount = 17;
+inline constexpr int kCauseCount = 18;
 const char* cause_name(Cause c);
 StallClass cause_class(Cause c);
+// A wait for input that no record splits into retrieval and decoding (input_unsplit, before_batch_copy):
+// a step that waits mostly so is input-bound (Verdict::input).
+bool unsplit_input(Cause c);
 
 // One cause's share of a step's stall; `what` names the record kind behind it (an API or range name).
 struct CauseShare {

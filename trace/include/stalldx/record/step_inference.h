@@ -23,6 +23,10 @@ namespace stalldx::record {
 
 enum class StepRule : std::uint8_t { none, named, numbered_family, python_loop, cuda_period };
 inline constexpr int kMinFamily = 5;
+// Trace metadata: the size in bytes of the host-to-device copy that marks each step, when rule 4 found
+// the steps by it (absent otherwise). `diagnose` reads the idle before such a copy as the loop getting its
+// next batch.
+inline constexpr const char* kStepsBatchCopyBytesKey = "steps_batch_copy_bytes";
 // "iter 12" -> "iter #": the name with each run of digits masked (the family it belongs to); empty when
 // it has no digit.
 std::string masked_name(std::string_view name);
