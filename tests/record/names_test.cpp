@@ -359,6 +359,7 @@ TEST(StepInference, WithCopiesOnAFeederThreadTheKernelWithTheSameWorkBetweenMark
   double at = 3;
   for (int k = 0; k < 9; ++k) {
     at += (k % 4) * 7;  // waits of uneven length
+    if (k % 2 == 0) b.launch(0, at - 0.5, ActivityKind::memcpy_h2d, "copy", 2048);  // the loop's own, every other step
     b.launch(0, at, ActivityKind::kernel, "embed");
     for (int layer = 0; layer < 4; ++layer) {
       b.launch(0, at + 0.2, ActivityKind::kernel, "attention");

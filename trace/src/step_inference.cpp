@@ -193,9 +193,11 @@ bool cuda_period(Trace& t, StepEvidence& ev) {
   std::uint32_t lane = 0;
   for (auto& [bytes, copies] : copies_by_bytes) {
     if (copies.size() < static_cast<std::size_t>(kMinFamily)) continue;
-    // A lane that only copies (a feeder thread filling a queue ahead of the loop) does not pace the steps.
+    // The largest size that recurs is the batch, or no copy marks the steps: a lane that only copies (a
+    // feeder thread filling a queue ahead of the loop) does not pace them, and a smaller copy of the loop's
+    // own (a 2 KB one on every third step, on the H100) is not the batch.
     const std::uint32_t by = majority_lane(copies);
-    if (!kernels.empty() && kernels_per_lane[by] < copies.size()) continue;
+    if (!kernels.empty() && kernels_per_lane[by] < copies.size()) break;
     lane = by;
     for (const Launch& c : copies)
       if (c.lane == by) starts.push_back(c.at);
