@@ -76,6 +76,7 @@ void add_python_hook_env(const RecordOptions& o, ChildOptions& co) {
   co.env.push_back({"STALLDX_PY_BACKWARD_STEP_NAME", record::kPythonBackwardStepName});
   co.env.push_back({"STALLDX_PY_EVAL_ITERATION_NAME", record::kPythonEvalIterationName});
   co.env.push_back({"STALLDX_PY_PREFETCH_ITERATION_NAME", record::kPythonPrefetchIterationName});
+  co.env.push_back({"STALLDX_PY_WORKER_START_NAME", record::kPythonWorkerStartName});
 }
 }  // namespace
 
@@ -293,6 +294,25 @@ std::string record_summary_text(const RecordResult& r) {
                      p.rank >= 0 ? fmt::format(", rank {} of {}", p.rank, p.world_size) : "", p.threads, p.threads == 1 ? "" : "s", p.ranges,
                      p.cuda_records ? ", CUDA records" : p.used_cuda ? ", CUDA used, records lost" : "",
                      p.python_hook.empty() ? "" : fmt::format(", Python hook: {}", p.python_hook), p.command);
+  // A run that did not end by itself, with a DataLoader worker that never made a batch while its siblings
+  // did: the loop waited on it (a stuck worker hangs its loader for good unless the loader has a timeout).
+  if (r.merged_only || r.exit_code() != 0)
+    for (const record::RecordedProcess& p : m.processes) {
+      if (!p.loader_worker || p.batches_made > 0) continue;
+      std::size_t siblings = 0, made = 0;
+      for (const record::RecordedProcess& q : m.processes)
+        if (q.ppid == p.ppid && q.loader_worker && q.batches_made > 0) {
+          ++siblings;
+          made += q.batches_made;
+        }
+      if (siblings == 0 || made < 2 * siblings) continue;  // its siblings well under way (not a crash at the first batch)
+      s += fmt::format("  pid {}: a DataLoader worker that started but made no batch while {} sibling worker{} made {} batches — stuck from its start? "
+                       "A worker forked while another thread of the program held a lock never gets it (torch.manual_seed, at a worker's "
+                       "start, waits forever for torch's CPU generator when it was drawn from as the worker was forked: a thread that "
+                       "iterates the DataLoader while the model is initialised); create that thread after the model, or pass "
+                       "multiprocessing_context='spawn' to the DataLoader\n",
+                       p.pid, siblings, siblings == 1 ? "" : "s", made);
+    }
   if (m.processes.empty() && !r.merged_only)
     s += "  no process of the command made an NVTX range or a CUDA call: stalldx sees a program through those (a PyTorch one "
          "through its hook), so there is nothing to diagnose\n";

@@ -37,6 +37,7 @@ _EVAL_ITERATION_NAME = "DataLoader loop iteration without a backward pass (evalu
 # A DataLoader iteration on a thread that never runs a backward pass while another thread does (a prefetch
 # thread filling the loop's queue): a range of role user; the loop's steps are that other thread's.
 _PREFETCH_ITERATION_NAME = "DataLoader iteration on a thread that runs no backward pass (a prefetch thread)"
+_WORKER_START_NAME = "DataLoader worker process start"
 # A multi-process DataLoader iterator's construction: its worker processes started (once per epoch, or —
 # `next(iter(loader))` — every step).
 _ITERATOR_START_NAME = "DataLoader iterator start (worker processes)"
@@ -291,7 +292,7 @@ def _after_fork_in_child():
 
 def arm():
     """Loads the injection library and waits for torch (patched once its import has finished). Called once, by the shim."""
-    global _lib, _clock_buf, _STEP_NAME, _BACKWARD_STEP_NAME, _EVAL_ITERATION_NAME, _PREFETCH_ITERATION_NAME
+    global _lib, _clock_buf, _STEP_NAME, _BACKWARD_STEP_NAME, _EVAL_ITERATION_NAME, _PREFETCH_ITERATION_NAME, _WORKER_START_NAME
     if _lib is not None:
         return
     path = os.environ.get("STALLDX_PY_INJECT")
@@ -320,6 +321,7 @@ def arm():
     _BACKWARD_STEP_NAME = os.environ.get("STALLDX_PY_BACKWARD_STEP_NAME", _BACKWARD_STEP_NAME)
     _EVAL_ITERATION_NAME = os.environ.get("STALLDX_PY_EVAL_ITERATION_NAME", _EVAL_ITERATION_NAME)
     _PREFETCH_ITERATION_NAME = os.environ.get("STALLDX_PY_PREFETCH_ITERATION_NAME", _PREFETCH_ITERATION_NAME)
+    _WORKER_START_NAME = os.environ.get("STALLDX_PY_WORKER_START_NAME", _WORKER_START_NAME)
     _clock_buf = ctypes.c_int64 * 3
     _lib = lib
     _orig["open"] = builtins.open

@@ -137,6 +137,11 @@ class _WorkerLoop:
         self.serial = serial
 
     def __call__(self, *args, **kwargs):
+        try:  # the worker is alive: a mark before torch's loop seeds its generators (a worker stuck from here made no batch)
+            t = time.monotonic_ns()
+            _h._emit(_h._WORKER_START_NAME, "user", -1, t, t + 1)
+        except Exception:
+            pass
         orig = _h._orig.get("worker_loop")
         if orig is None:  # a spawned worker unpickles this before its own torch import is patched
             from torch.utils.data._utils import worker

@@ -231,6 +231,40 @@ TEST_F(PythonHookEdges, ALoopWithoutADataLoaderGetsStepsFromItsBackwardPasses) {
 }
 
 // A user's own sitecustomize still runs (and the hook too); --no-python-hook turns the hook off.
+// A DataLoader worker stuck from its start (here its worker_init_fn never returns; on the H100 a worker
+// forked while another thread drew from torch's CPU generator hung in torch.manual_seed) hangs its loader;
+// this one gives up after its timeout. The summary names the worker and the likely cause; a run that ended
+// by itself says nothing of the kind.
+TEST_F(PythonHookEdges, AWorkerStuckFromItsStartIsNamed) {
+  const std::string dir = stalldx::testing::temp_dir("pystuck");
+  const std::string program = dir + "/stuck.py";
+  stalldx::testing::write_file(program, R"(import sys, time, torch
+from torch.utils.data import Dataset, DataLoader
+class D(Dataset):
+    def __len__(self): return 64
+    def __getitem__(self, i): return torch.zeros(4)
+def init(worker_id):
+    if worker_id == 1 and sys.argv[1] == "stuck":
+        time.sleep(3600)
+dl = DataLoader(D(), batch_size=4, num_workers=3, worker_init_fn=init, timeout=3)
+net = torch.nn.Linear(4, 1)
+try:
+    for x in dl:
+        net(x).sum().backward()
+except RuntimeError as e:
+    print("the loader gave up:", e, file=sys.stderr)
+    sys.exit(1)
+)");
+  const Recorded stuck = record("", "", "", kPython + " " + program + " stuck");
+  EXPECT_EQ(stuck.rc, 1) << stuck.log;
+  EXPECT_NE(stuck.log.find("the loader gave up"), std::string::npos) << stuck.log;
+  EXPECT_NE(stuck.log.find("a DataLoader worker that started but made no batch while 2 sibling workers made"), std::string::npos) << stuck.log;
+  EXPECT_NE(stuck.log.find("multiprocessing_context='spawn'"), std::string::npos) << stuck.log;
+  const Recorded fine = record("", "", "", kPython + " " + program + " fine");
+  EXPECT_EQ(fine.rc, 0) << fine.log;
+  EXPECT_EQ(fine.log.find("made no batch"), std::string::npos) << fine.log;
+}
+
 TEST_F(PythonHookEdges, AUsersSitecustomizeStillRunsAndTheHookCanBeTurnedOff) {
   const std::string mine = stalldx::testing::temp_dir("usersite");
   stalldx::testing::write_file(mine + "/sitecustomize.py", "open(r'" + mine + "/ran', 'w').write('yes')\n");

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <optional>
+#include <set>
 
 #include "part_files.h"
 #include "stalldx/record/part_format.h"
@@ -249,7 +251,16 @@ Status merge_parts(const std::string& dir, const RoleMap& roles, const MergeOpti
   leave_out_before_horizon(out, rep);
   std::vector<StepMark> marks;
   note_windows(procs, out, rep, marks);
-  for (const HostRange& r : out.ranges) procs[out.threads[r.thread].pid].info.ranges++;
+  const std::optional<std::uint32_t> worker_start = out.names.find(kPythonWorkerStartName);
+  std::map<std::int64_t, std::set<std::int64_t>> batches_of;  // pid -> batches its producer ranges name
+  for (const HostRange& r : out.ranges) {
+    const std::int64_t pid = out.threads[r.thread].pid;
+    RecordedProcess& info = procs[pid].info;
+    info.ranges++;
+    info.loader_worker = info.loader_worker || r.name == worker_start;
+    if (r.role == Role::retrieval || r.role == Role::decode || r.role == Role::collate) batches_of[pid].insert(r.batch);
+  }
+  for (auto& [pid, batches] : batches_of) procs[pid].info.batches_made = batches.size();
   for (auto& [pid, p] : procs) rep.processes.push_back(p.info);
   if (rep.merge_stopped) {
     rep.problems.push_back(fmt::format("the merge was interrupted: {} of {} part files merged; the rest stay in {}", merger.merged(), parts, dir));

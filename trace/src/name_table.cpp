@@ -11,6 +11,11 @@ std::uint32_t NameTable::intern(std::string_view name) {
   return append(std::string(name));
 }
 
+std::optional<std::uint32_t> NameTable::find(std::string_view name) const {
+  if (auto it = index_.find(name); it != index_.end()) return it->second;
+  return std::nullopt;
+}
+
 std::uint32_t NameTable::append(std::string name) {
   const auto id = static_cast<std::uint32_t>(names_.size());
   index_.emplace(name, id);  // keeps the first id of a duplicate

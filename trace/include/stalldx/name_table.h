@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -29,6 +30,8 @@ class NameTable {
   NameTable(std::initializer_list<std::string> names);
   // The id of `name`, adding it when new.
   std::uint32_t intern(std::string_view name);
+  // The id of `name` when present (nothing added).
+  std::optional<std::uint32_t> find(std::string_view name) const;
   // Appends `name` as the next id even when it is already present (readers that must keep a file's own
   // numbering); lookups by string then return the first id.
   std::uint32_t append(std::string name);

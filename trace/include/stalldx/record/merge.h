@@ -27,6 +27,8 @@ struct RecordedProcess {
   bool used_cuda = false;      // the CUDA injection started in it
   bool cuda_records = false;   // and it wrote its CUPTI part (it exited normally)
   std::string python_hook;     // what the Python hook said it did there ("torch 2.11: DataLoader patched"); empty: not loaded
+  bool loader_worker = false;  // the hook marked it a DataLoader worker as it started (kPythonWorkerStartName)
+  std::size_t batches_made = 0;  // distinct batches its retrieval, decode and collate ranges name (a worker's work)
   int rank = -1, world_size = 0;  // a launcher started it as this rank of a world (-1: not a rank)
   std::string job;                // the launch it belongs to (rank_paths.h LauncherRank::job)
 };

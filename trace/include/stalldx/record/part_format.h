@@ -55,6 +55,10 @@ inline constexpr const char* kPythonEvalIterationName = "DataLoader loop iterati
 // The name it gives a DataLoader iteration on a thread that never runs a backward pass while another
 // thread does (a prefetch thread filling the loop's queue): role user; the loop's steps are its backward passes.
 inline constexpr const char* kPythonPrefetchIterationName = "DataLoader iteration on a thread that runs no backward pass (a prefetch thread)";
+// The name of the mark a DataLoader worker process makes as it starts, before torch's worker loop seeds
+// its generators (role user, 1 ns long): a worker with this mark and no batch made was alive but never
+// got to its first batch (record's summary says so when the run did not end by itself).
+inline constexpr const char* kPythonWorkerStartName = "DataLoader worker process start";
 // Is `name` one of the Python hook's step names?
 inline bool python_hook_step_name(std::string_view name) { return name == kPythonLoopStepName || name == kPythonBackwardStepName; }
 // The Python hook's batch ids (stalldx_hook.py _batch_id): (iterator << 40) | (pass << 24) | index, the
