@@ -10,6 +10,8 @@
 
 #include "stalldx/diagnose/diagnosis.h"
 #include "stalldx/record/kineto.h"
+#include "stalldx/record/merge.h"
+#include "stalldx/record/step_inference.h"
 #include "stalldx/trace_io.h"
 #include "test_support.h"
 
@@ -224,5 +226,62 @@ TEST(Kineto, BadInputGivesAMessageOrLowerCoverage) {
   EXPECT_FALSE(read_any_trace(dir + "/empty.json", RoleMap::defaults(), t, rep, kineto).is_ok());
 }
 
+}  // namespace
+}  // namespace stalldx::record
+
+namespace stalldx::record {
+namespace {
+// Real H200 loops with every range taken away — no ProfilerStep, no DataLoader op, nothing the program
+// said, as a C++ or JAX loop without NVTX would give: the CUDA period alone finds the same steps (one per
+// batch copy; a batch copied sample by sample, 128 copies a step, is one step, not 128), and the
+// verdicts follow the records where they can: the idle before each batch copy is input (not split), the
+// per-sample copies submission, the 448 px loop device-bound. What no record can tell apart: in the
+// launch-bound 40-step loop, 8 steps whose loss is read and logged before the next batch copy (10 ms of
+// the loop's own Python, inside its "sync" range in the original) read as input or mixed.
+TEST(Kineto, WithEveryRangeTakenAwayTheCudaPeriodFindsTheSameSteps) {
+  struct Case {
+    const char* file;
+    const char* verdict;  // on every step but at most `misses` (empty: the original's verdict, step by step)
+    int misses;
+  };
+  for (const Case& c : {Case{"h200-per-sample-copies.pt.trace.json.gz", "submission", 0}, Case{"h200-decoding-w1.pt.trace.json.gz", "input", 1},
+                        Case{"h200-w0-slow-reads.pt.trace.json.gz", "input", 1}, Case{"h200-w0-decoding.pt.trace.json.gz", "input", 1},
+                        Case{"h200-device-bound-448.pt.trace.json.gz", "device-bound", 0}, Case{"h200-fp32-w16.pt.trace.json.gz", "", 0},
+                        Case{"h200-slow-reads-w8.pt.trace.json.gz", "", 1}, Case{"h200-fp32-w12-long.pt.trace.json.gz", "", 8}}) {
+    Trace t;
+    KinetoReport rep;
+    bool kineto = false;
+    ASSERT_TRUE(read_any_trace(kData + c.file, RoleMap::defaults(), t, rep, kineto).is_ok()) << c.file;
+    const diagnose::Report orig = diagnose::diagnose(t);
+    t.ranges.clear();
+    for (RuntimeCall& call : t.calls) call.step = -1;
+    for (DeviceActivity& a : t.activities) a.step = -1;
+    const StepEvidence ev = infer_steps(t);
+    EXPECT_EQ(ev.rule, StepRule::cuda_period) << c.file;
+    assign_steps(t);
+    const diagnose::Report r = diagnose::diagnose(t);
+    ASSERT_EQ(r.steps.size(), orig.steps.size()) << c.file << ": " << ev.found;
+    int misses = 0;
+    std::string why;
+    for (std::size_t i = 0; i < r.steps.size(); ++i) {
+      const std::string want = *c.verdict ? c.verdict : diagnose::verdict_name(orig.steps[i].verdict, false);
+      const std::string got = diagnose::verdict_name(r.steps[i].verdict, false);
+      if (got != want) {
+        ++misses;
+        why += fmt::format("\n  step {}: {} for {} ({})", i, got, want, r.steps[i].evidence);
+      }
+    }
+    EXPECT_LE(misses, c.misses) << c.file << why;
+  }
+  const std::string per_sample = [] {
+    Trace t;
+    KinetoReport rep;
+    bool kineto = false;
+    (void)read_any_trace(kData + "h200-per-sample-copies.pt.trace.json.gz", RoleMap::defaults(), t, rep, kineto);
+    t.ranges.clear();
+    return infer_steps(t).found;
+  }();
+  EXPECT_NE(per_sample.find("(1024 copies in 8 bursts"), std::string::npos) << per_sample;
+}
 }  // namespace
 }  // namespace stalldx::record

@@ -191,17 +191,34 @@ bool cuda_period(Trace& t, StepEvidence& ev) {
   }
   std::vector<std::int64_t> starts;
   std::uint32_t lane = 0;
+  std::vector<std::int64_t> kernel_times;  // every kernel launch of the process, by time
+  for (const Launch& k : kernels) kernel_times.push_back(k.at);
+  std::sort(kernel_times.begin(), kernel_times.end());
   for (auto& [bytes, copies] : copies_by_bytes) {
     if (copies.size() < static_cast<std::size_t>(kMinFamily)) continue;
     // The largest size that recurs is the batch, or no copy marks the steps: a lane that only copies (a
     // feeder thread filling a queue ahead of the loop) does not pace them, and a smaller copy of the loop's
     // own (a 2 KB one on every third step, on the H100) is not the batch.
     const std::uint32_t by = majority_lane(copies);
-    if (!kernels.empty() && kernels_per_lane[by] < copies.size()) break;
-    lane = by;
+    std::vector<std::int64_t> mine;
     for (const Launch& c : copies)
-      if (c.lane == by) starts.push_back(c.at);
-    ev.found = fmt::format("one step per {}-byte host-to-device copy issued by {} ({} copies)", bytes, thread_label(t, lane), starts.size());
+      if (c.lane == by) mine.push_back(c.at);
+    std::sort(mine.begin(), mine.end());
+    // Copies with no kernel launched between them are one batch's: a batch copied sample by sample (128
+    // copies a step on the H200 read as 1024 steps), or inputs and targets of one size.
+    std::vector<std::int64_t> bursts;
+    for (std::size_t i = 0; i < mine.size(); ++i)
+      if (i == 0 || std::lower_bound(kernel_times.begin(), kernel_times.end(), mine[i]) !=
+                        std::upper_bound(kernel_times.begin(), kernel_times.end(), mine[i - 1]))
+        bursts.push_back(mine[i]);
+    if (bursts.size() < static_cast<std::size_t>(kMinFamily) || (!kernels.empty() && kernels_per_lane[by] < bursts.size())) break;
+    lane = by;
+    starts = bursts;
+    ev.found = bursts.size() == mine.size()
+                   ? fmt::format("one step per {}-byte host-to-device copy issued by {} ({} copies)", bytes, thread_label(t, lane), mine.size())
+                   : fmt::format("one step per burst of {}-byte host-to-device copies issued by {} ({} copies in {} bursts, no kernel "
+                                 "launched between the copies of one)",
+                                 bytes, thread_label(t, lane), mine.size(), bursts.size());
     t.meta.config[kStepsBatchCopyBytesKey] = std::to_string(bytes);
     break;
   }
