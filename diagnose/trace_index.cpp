@@ -158,27 +158,25 @@ TraceIndex::TraceIndex(const Trace& t, const Thresholds& th) : trace(t), thresho
   }
 }
 
-bool TraceIndex::host_paced(Interval gap) const {
+std::vector<std::uint64_t> TraceIndex::paced_work(Interval gap) const {
+  std::vector<std::uint64_t> out;
   // The work beginning where the gap ends (within a microsecond: a busy interval's start is some record's).
   auto it = std::lower_bound(work_begins.begin(), work_begins.end(), std::make_pair(gap.end - 1'000, std::uint64_t{0}));
   for (; it != work_begins.end() && it->first <= gap.end + 1'000; ++it) {
     auto c = call_by_corr.find(it->second);
-    if (c != call_by_corr.end() && c->second->begin_ns >= gap.begin) return true;
+    if (c != call_by_corr.end() && c->second->begin_ns >= gap.begin) out.push_back(it->second);
   }
-  return false;
+  return out;
 }
+
+bool TraceIndex::host_paced(Interval gap) const { return !paced_work(gap).empty(); }
 
 bool TraceIndex::before_batch_copy(Interval gap) const {
   if (batch_copy_bytes == 0) return false;
-  auto it = std::lower_bound(work_begins.begin(), work_begins.end(), std::make_pair(gap.end - 1'000, std::uint64_t{0}));
-  for (; it != work_begins.end() && it->first <= gap.end + 1'000; ++it) {
-    auto c = call_by_corr.find(it->second);
-    if (c == call_by_corr.end() || c->second->begin_ns < gap.begin) continue;
-    auto acts = activities_by_corr.find(it->second);
-    if (acts == activities_by_corr.end()) continue;
-    for (const std::size_t i : acts->second)
-      if (trace.activities[i].kind == ActivityKind::memcpy_h2d && trace.activities[i].bytes == batch_copy_bytes) return true;
-  }
+  for (const std::uint64_t corr : paced_work(gap))
+    if (auto acts = activities_by_corr.find(corr); acts != activities_by_corr.end())
+      for (const std::size_t i : acts->second)
+        if (trace.activities[i].kind == ActivityKind::memcpy_h2d && trace.activities[i].bytes == batch_copy_bytes) return true;
   return false;
 }
 

@@ -52,6 +52,8 @@ struct TraceIndex {
   // A device gap is host-paced (HTA's rule) when the work that ends it was launched by the consumer after
   // the gap began: the device went idle before the host had asked for more.
   bool host_paced(Interval gap) const;
+  // The correlations of the device work that ends `gap`, launched by the consumer after the gap began.
+  std::vector<std::uint64_t> paced_work(Interval gap) const;
   // The steps were inferred from batch-sized host-to-device copies (record::kStepsBatchCopyBytesKey; 0 =
   // not), and `gap` ends with such a copy that the consumer issued after the gap began.
   std::uint64_t batch_copy_bytes = 0;
