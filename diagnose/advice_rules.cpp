@@ -119,14 +119,21 @@ void advise_retrieval(const AdviceInputs& in) {
 void advise_decoding(const AdviceInputs& in) {
   if (in.share(StallClass::decoding) < 0.3) return;
   const double denied = in.cause(Cause::decode_starved) + in.cause(Cause::read_starved);
-  const bool starved = denied > in.cause(Cause::decode_cpu_bound) ||
-                       (in.sum.producer_runq_ratio >= 0 ? in.sum.producer_runq_ratio >= in.th.starved_runq_ratio
-                                                     : in.sum.decode_cpu_ratio >= 0 && in.sum.decode_cpu_ratio < in.th.contention_cpu_ratio);
+  const bool producers_starved = denied > in.cause(Cause::decode_cpu_bound) ||
+                                 (in.sum.producer_runq_ratio >= 0 ? in.sum.producer_runq_ratio >= in.th.starved_runq_ratio
+                                                               : in.sum.decode_cpu_ratio >= 0 && in.sum.decode_cpu_ratio < in.th.contention_cpu_ratio);
+  // The loop waiting for a CPU tells the same of producers the trace cannot see (a Pool's or a Process's
+  // children, threads without ranges): the host's cores are taken.
+  const bool starved = producers_starved || in.ix.loop_starved();
   const bool full = in.ours && in.cores > 0 && in.cfg.workers + 1 >= in.cores;  // workers + the consumer already fill the cores
   if (starved || full) {
     std::string why;
     if (starved) {
-      why = in.sum.producer_runq_ratio >= 0
+      why = !producers_starved
+                ? fmt::format("the loop itself waited for a CPU {:.0f}% of the time it could run (runnable, not running): the host's cores "
+                              "are all taken",
+                              100 * in.ix.loop_denied)
+            : in.sum.producer_runq_ratio >= 0
                 ? fmt::format("the producer threads waited for a CPU {:.0f}% of their wall time (runnable, not running)",
                               100 * in.sum.producer_runq_ratio)
                 : fmt::format("the decode threads ran only {:.0f}% of their wall time (starved of CPU)", 100 * std::max(0.0, in.sum.decode_cpu_ratio));
@@ -151,6 +158,10 @@ void advise_decoding(const AdviceInputs& in) {
         expect = fmt::format("; predicted {:.0f} → {:.0f} img/s at {} workers (bound by {})", now.images_per_second,
                              then.images_per_second, target, then.bound);
       }
+    }
+    if (!in.ours && in.ix.decoders_unseen) {
+      in.say(Advice::more_workers, fmt::format("decoding: {:.0f} ms of stall; {}", in.stall(StallClass::decoding), in.ix.unseen_decoders_why()));
+      return;
     }
     in.say(Advice::more_workers, fmt::format("decoding: {:.0f} ms of stall on CPU-bound decode — more workers{}{}", in.stall(StallClass::decoding),
                                           in.ours ? fmt::format(" (now {}, {} usable cores)", in.cfg.workers, in.cores > 0 ? std::to_string(in.cores) : "?") : "",

@@ -231,11 +231,17 @@ void decide(const TraceIndex& ix, const Thresholds& th, const Coverage& cov, Ste
         sd.next_question = "the producers waited for a CPU (runnable, not running): the host is oversubscribed — more threads than cores, or a busy host?";
       else if (acc.any_split && acc.last_split.decode_cpu_ratio >= 0 && acc.last_split.decode_cpu_ratio < th.contention_cpu_ratio)
         sd.next_question = "decode threads ran only part of their wall time: CPU contention (more threads than cores, or a busy host)?";
+      else if (ix.loop_starved())
+        sd.next_question = fmt::format("the loop itself waited for a CPU {:.0f} % of the time it could run: the host's cores are all taken — "
+                                       "more workers would take theirs from the loop; make each sample cheaper or give the job more cores",
+                                       100 * ix.loop_denied);
       else if (ix.decoders_fill_cores())
         sd.next_question = fmt::format("decoding is CPU-bound and its {} thread{} + the loop{} already fill the {} usable cores: more workers "
                                        "cannot run — make each sample cheaper (a cheaper transform; for images DCT-scaled / region decode or a smaller size)",
                                        ix.decode_threads, ix.decode_threads == 1 ? "" : "s",
                                        ix.loop_cpu >= 0 ? fmt::format(" (on a CPU {:.0f} % of its time)", 100 * ix.loop_cpu) : "", ix.cores);
+      else if (ix.decoders_unseen)
+        sd.next_question = "decoding: " + ix.unseen_decoders_why();
       else sd.next_question = "decoding is CPU-bound: more workers, DCT-scaled / region decode, or a cheaper transform";
       break;
     case Verdict::submission:

@@ -1,3 +1,5 @@
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -72,6 +74,15 @@ TraceIndex::TraceIndex(const Trace& t, const Thresholds& th) : trace(t), thresho
   }
   std::sort(edges.begin(), edges.end());
   for (int open = 0; const auto& [at, d] : edges) decode_threads = std::max(decode_threads, open += d);
+  if (decode_threads == 0) {
+    std::int64_t cpu_ns = 0, wall_ns = 0;
+    for (const HostRange& r : t.ranges)
+      if (r.role == Role::decode && r.thread == consumer && r.cpu_ns >= 0) {
+        cpu_ns += r.cpu_ns;
+        wall_ns += r.end_ns - r.begin_ns;
+      }
+    decoders_unseen = wall_ns > 0 && static_cast<double>(cpu_ns) < th.contention_cpu_ratio * static_cast<double>(wall_ns);
+  }
   cores = t.meta.host_facts.cores();
   std::int64_t step_cpu_ns = 0, step_wall_ns = 0;
   for (const auto& [s, r] : by_step)
@@ -152,10 +163,27 @@ TraceIndex::TraceIndex(const Trace& t, const Thresholds& th) : trace(t), thresho
   standin = standin || t.meta.standin;
 
   warmup = warmup_steps(t, th);
+  std::int64_t denied_cpu_ns = 0, denied_runq_ns = 0;  // steady steps: start-up (workers forking, imports) aside
+  for (const HostRange* r : steps)
+    if (r->step >= warmup && r->cpu_ns >= 0 && r->runq_ns >= 0) {
+      denied_cpu_ns += r->cpu_ns;
+      denied_runq_ns += r->runq_ns;
+    }
+  if (denied_cpu_ns + denied_runq_ns > 0)
+    loop_denied = static_cast<double>(denied_runq_ns) / static_cast<double>(denied_cpu_ns + denied_runq_ns);
   if (auto it = t.meta.config.find(record::kStepsBatchCopyBytesKey); it != t.meta.config.end()) {
     const std::string& v = it->second;
     if (std::from_chars(v.data(), v.data() + v.size(), batch_copy_bytes).ec != std::errc()) batch_copy_bytes = 0;  // a forged value: ignored
   }
+}
+
+std::string TraceIndex::unseen_decoders_why() const {
+  std::string host = cores > 0 ? fmt::format("{} usable core{}", cores, cores == 1 ? "" : "s") : std::string("the host's cores (not recorded)");
+  if (loop_cpu >= 0) host += fmt::format(", the loop itself on a CPU {:.0f} % of its time", 100 * loop_cpu);
+  return fmt::format("the loop blocked while threads or processes that left no records (a multiprocessing Pool or Process, a thread "
+                     "pool) made its batches, so their number and CPU use are not known: more of them help only while the host has a "
+                     "core free ({}) — if they already fill it (top, htop), make each sample cheaper instead",
+                     host);
 }
 
 std::vector<std::uint64_t> TraceIndex::paced_work(Interval gap) const {

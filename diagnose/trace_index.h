@@ -39,6 +39,19 @@ struct TraceIndex {
   int decode_threads = 0;  // most threads off the consumer decoding at once (first to last decode range of each)
   int cores = -1;          // the host's usable CPUs (all online ones where affinity was not recorded); -1 = unknown
   double loop_cpu = -1;     // the consumer's CPU time over its steps' wall time (0..1); -1 = not sampled
+  // The share of the time the consumer could run that it spent runnable but not running (its steps'
+  // run-queue delay over CPU + run-queue, 0..1); -1 = not sampled. A loop denied a CPU is a host whose
+  // cores are all taken: more workers would take theirs from the loop.
+  double loop_denied = -1;
+  bool loop_starved() const { return loop_denied >= thresholds.starved_runq_ratio; }
+  // The loop's waits were split as decoding while the loop itself was blocked (its CPU under the contention
+  // ratio) and no thread off the loop left decode ranges: the batches' makers are threads or processes
+  // the trace cannot see (a multiprocessing Pool or Process, a thread pool without ranges), so how many
+  // there are, and whether they already fill the host, is not known.
+  bool decoders_unseen = false;
+  // What more producers can and cannot do when decoders_unseen: what the trace knows of the host (its usable
+  // cores, the loop's own CPU use) and what it does not (the makers' number and CPU use).
+  std::string unseen_decoders_why() const;
   // Decoding threads plus the loop's own CPU use (a whole core when not sampled) leave under half a core
   // of the host free: more workers could not run.
   bool decoders_fill_cores() const {

@@ -59,6 +59,42 @@ TEST(Verdicts, CpuBoundDecodingAsksForMoreWorkersOnlyWithFreeCores) {
   }
 }
 
+// A loop whose batches are made by processes or threads that left no records (multiprocessing
+// producers: the hook splits the loop's own wait, during which the loop is blocked) gets no plain "more
+// workers": how many makers there are and whether they fill the host is not in the trace (held-out program,
+// two mp.Process producers on 2 cores, 2026-12-07: "more workers" before). A loop that decoded on its own
+// thread (num_workers=0: on a CPU through its waits) still does. A loop denied a CPU a fifth of the time it
+// could run is a host with no core to spare: more workers would make it worse.
+TEST(Verdicts, DecodingByMakersWithoutRecordsOrOnAStarvedLoopAsksNoMoreWorkers) {
+  const auto loop_split = [](double wait_cpu_fraction, double loop_runq_ms) {
+    Builder b;
+    double t = 0;
+    for (int k = 0; k < 12; ++k) {
+      b.range(Role::step, "step", t, t + 30.2, k, k, 0, 12, loop_runq_ms);
+      b.range(Role::wait_batch, "wait", t, t + 15, k, k, 0, 15 * wait_cpu_fraction);
+      b.range(Role::decode, "decode + transform", t, t + 15, k, k, 0, 15 * wait_cpu_fraction);
+      b.range(Role::submit, "submit", t + 15, t + 15.2, k, k);
+      b.launch("cudaLaunchKernel", t + 15, t + 15.1, ActivityKind::kernel, "step_kernel", t + 15.1, t + 30.1, k);
+      t += 30.2;
+    }
+    b.t.meta.host_facts.cpus = b.t.meta.host_facts.usable_cpus = 8;
+    return diagnose(b.t);
+  };
+  const Report unseen = loop_split(0.02, 0.1);
+  ASSERT_EQ(count(unseen, Verdict::decoding), 12);
+  EXPECT_NE(unseen.steps[5].next_question.find("left no records"), std::string::npos) << unseen.steps[5].next_question;
+  EXPECT_NE(unseen.steps[5].next_question.find("8 usable cores"), std::string::npos) << unseen.steps[5].next_question;
+  const Report own = loop_split(0.98, 0.1);
+  ASSERT_EQ(count(own, Verdict::decoding), 12);
+  EXPECT_NE(own.steps[5].next_question.find("more workers,"), std::string::npos) << own.steps[5].next_question;
+  const Report starved = loop_split(0.98, 6);  // runnable 6 ms against 12 on a CPU: denied a third of the time
+  ASSERT_EQ(count(starved, Verdict::decoding), 12);
+  EXPECT_NE(starved.steps[5].next_question.find("waited for a CPU 33 %"), std::string::npos) << starved.steps[5].next_question;
+  bool worse = false;
+  for (const Advised& a : starved.summary.advice) worse |= a.kind == Advice::oversubscribed;
+  EXPECT_TRUE(worse);
+}
+
 TEST(Verdicts, SubmissionFromPageableCopies) {
   Builder b;
   double t = 0;

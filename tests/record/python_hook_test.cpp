@@ -61,6 +61,20 @@ Recorded record(const std::string& script_args, const std::string& record_args =
   return r;
 }
 
+// Of the trace's step ranges, how many carry the loop thread's CPU time (args.cpu_ns): the hook reads its
+// clocks at both ends of each iteration; a loop denied a CPU is a host with no core to spare.
+std::pair<int, int> steps_with_cpu(const Recorded& r) {
+  const nlohmann::json t = nlohmann::json::parse(stalldx::testing::read_file(r.dir + "/t.json"), nullptr, false);
+  std::pair<int, int> n{0, 0};
+  if (!t.is_object() || !t.contains("traceEvents")) return n;
+  for (const auto& e : t["traceEvents"])
+    if (e.value("cat", "") == "step" && e.value("ph", "") == "X") {
+      ++n.second;
+      n.first += e.contains("args") && e["args"].contains("cpu_ns");
+    }
+  return n;
+}
+
 // Steps found, and on how many of them the induced class is the largest.
 struct Tally {
   int steps = 0, induced = 0;
@@ -104,6 +118,8 @@ TEST_P(PythonHook, AnUnannotatedScriptGetsStepsAndTheInducedClass) {
     EXPECT_GE(t.steps, kSteps * 95 / 100) << knob << " " << start << "\n" << r.log;
     EXPECT_GE(t.induced, t.steps * 9 / 10) << knob << " " << start << ": " << induced << " largest on " << t.induced << " of " << t.steps;
     EXPECT_EQ(r.report["headline"]["bound"], "input-bound") << r.report["headline"]["text"];
+    const auto [with_cpu, steps] = steps_with_cpu(r);
+    EXPECT_GE(with_cpu, steps - 1) << with_cpu << " of " << steps << " step ranges with the loop's CPU time";
   }
 }
 INSTANTIATE_TEST_SUITE_P(StartMethods, PythonHook, ::testing::Values("fork", "spawn"));
@@ -205,6 +221,18 @@ TEST_F(PythonHookEdges, ALoopWithoutADataLoaderGetsStepsFromItsBackwardPasses) {
   EXPECT_GE(tally(pool.report, "decoding").steps, kSteps - 2) << pool.log;
   EXPECT_GT(pool.report["headline"]["share"]["decoding"].get<double>(), 2 * pool.report["headline"]["share"]["retrieval"].get<double>())
       << pool.report["headline"]["text"];
+  // How many processes make the batches, and whether they fill the host, is not in the trace: no plain
+  // "more workers" (held-out mp.Process producers on 2 cores got it before).
+  const auto [pool_with_cpu, pool_steps] = steps_with_cpu(pool);
+  EXPECT_GE(pool_with_cpu, pool_steps - 1) << pool.log;
+  int unseen = 0, more = 0;
+  for (const auto& st : pool.report["steps"]) {
+    const std::string next = st.value("next_question", "");
+    unseen += next.find("left no records") != std::string::npos;
+    more += next.find("more workers,") != std::string::npos;
+  }
+  EXPECT_GE(unseen, kSteps / 2) << pool.log;
+  EXPECT_EQ(more, 0) << pool.log;
   // A DataLoader iterated by a thread of the program's own that fills a queue (a "prefetcher"); the loop
   // only takes from the queue: its steps are its backward passes, not the prefetch thread's iterations,
   // and slow reads in the workers are the loop's wait. Failed before: 2 steps (the rest taken for
