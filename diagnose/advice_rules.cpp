@@ -159,8 +159,9 @@ void advise_decoding(const AdviceInputs& in) {
                              then.images_per_second, target, then.bound);
       }
     }
-    if (!in.ours && in.ix.decoders_unseen) {
-      in.say(Advice::more_workers, fmt::format("decoding: {:.0f} ms of stall; {}", in.stall(StallClass::decoding), in.ix.unseen_decoders_why()));
+    if (!in.ours && (in.ix.decoders_unseen || in.ix.loop_decodes)) {
+      in.say(Advice::more_workers, fmt::format("decoding: {:.0f} ms of stall; {}", in.stall(StallClass::decoding),
+                                               in.ix.decoders_unseen ? in.ix.unseen_decoders_why() : TraceIndex::kLoopDecodesWhy));
       return;
     }
     in.say(Advice::more_workers, fmt::format("decoding: {:.0f} ms of stall on CPU-bound decode — more workers{}{}", in.stall(StallClass::decoding),

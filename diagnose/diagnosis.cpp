@@ -242,6 +242,8 @@ void decide(const TraceIndex& ix, const Thresholds& th, const Coverage& cov, Ste
                                        ix.loop_cpu >= 0 ? fmt::format(" (on a CPU {:.0f} % of its time)", 100 * ix.loop_cpu) : "", ix.cores);
       else if (ix.decoders_unseen)
         sd.next_question = "decoding: " + ix.unseen_decoders_why();
+      else if (ix.loop_decodes)
+        sd.next_question = std::string("decoding: ") + TraceIndex::kLoopDecodesWhy;
       else sd.next_question = "decoding is CPU-bound: more workers, DCT-scaled / region decode, or a cheaper transform";
       break;
     case Verdict::submission:

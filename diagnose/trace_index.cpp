@@ -82,6 +82,7 @@ TraceIndex::TraceIndex(const Trace& t, const Thresholds& th) : trace(t), thresho
         wall_ns += r.end_ns - r.begin_ns;
       }
     decoders_unseen = wall_ns > 0 && static_cast<double>(cpu_ns) < th.contention_cpu_ratio * static_cast<double>(wall_ns);
+    loop_decodes = wall_ns > 0 && !decoders_unseen;
   }
   cores = t.meta.host_facts.cores();
   std::int64_t step_cpu_ns = 0, step_wall_ns = 0;

@@ -49,9 +49,16 @@ struct TraceIndex {
   // the trace cannot see (a multiprocessing Pool or Process, a thread pool without ranges), so how many
   // there are, and whether they already fill the host, is not known.
   bool decoders_unseen = false;
+  // The same with the loop on a CPU through those decode ranges: it made its batches itself, on its own
+  // thread (a DataLoader with num_workers=0, or no DataLoader), so none of that work overlaps its steps.
+  bool loop_decodes = false;
   // What more producers can and cannot do when decoders_unseen: what the trace knows of the host (its usable
   // cores, the loop's own CPU use) and what it does not (the makers' number and CPU use).
   std::string unseen_decoders_why() const;
+  // What helps when loop_decodes.
+  static constexpr const char* kLoopDecodesWhy =
+      "the loop made its batches itself, on its own thread (a DataLoader with num_workers=0, or none), so that work never overlaps "
+      "its steps: make them in worker processes or threads (DataLoader num_workers > 0) while the step runs, or make each sample cheaper";
   // Decoding threads plus the loop's own CPU use (a whole core when not sampled) leave under half a core
   // of the host free: more workers could not run.
   bool decoders_fill_cores() const {
