@@ -6,6 +6,7 @@
 // fork(): the child's threads re-register under the child's pid on their next range (the parent's
 // mappings stay the parent's; the child never writes through them).
 #include "part_writer.h"
+#include "owned_file.h"
 #include "process_files.h"
 #include "step_marks.h"
 #include "stalldx/clock.h"
@@ -43,8 +44,12 @@ struct ThreadState {
   std::uint64_t stack[kMaxDepth];  // sequence numbers of open push ranges (depth beyond kMaxDepth: counted as dropped)
   int overflow = 0;                // pushes beyond kMaxDepth still open
   NameMap* name_cache = nullptr;   // this thread's copy of name ids (no lock after first sight)
-  int schedstat_fd = -1;           // /proc/thread-self/schedstat, opened at registration
-  int part_fd = -1;                // the ranges file, kept open to reserve its blocks
+  // The program may close or reuse descriptor numbers it did not open (OwnedFile): the ranges file is
+  // checked at each reservation, schedstat's number then too (read at every range: a number that became
+  // the program's gives a wrong figure until the next check, never a write).
+  OwnedFile schedstat;             // /proc/thread-self/schedstat, opened at registration
+  int schedstat_fd = -1;           // its number as last checked
+  OwnedFile part;                  // the ranges file, kept open to reserve its blocks
   std::uint64_t reserved = 0;      // records whose blocks are reserved (stores below it are safe)
   bool out_of_space = false;       // a reservation failed: nothing more is stored on this thread
   bool ring = false;               // record --sample: a full part wraps, the oldest ranges overwritten
@@ -64,10 +69,16 @@ constexpr std::uint64_t kReserveRecords = 2048;  // per reservation (~150 KB): o
 // system has no room (then the thread records no more).
 bool reserve_more(ThreadState& t) noexcept {
   if (t.out_of_space || t.reserved >= t.capacity) return false;
+  t.schedstat_fd = t.schedstat.get();
+  const int fd = t.part.get();
+  if (fd < 0) {  // closed by the program and not to be opened again: stop here (drops counted)
+    t.out_of_space = true;
+    return false;
+  }
   const std::uint64_t upto = std::min<std::uint64_t>(t.reserved + kReserveRecords, t.capacity);
   const off_t from = static_cast<off_t>(sizeof(PartHeader) + t.reserved * sizeof(PartRange));
   const off_t len = static_cast<off_t>((upto - t.reserved) * sizeof(PartRange));
-  if (posix_fallocate(t.part_fd, from, len) != 0) {
+  if (posix_fallocate(fd, from, len) != 0) {
     t.out_of_space = true;
     return false;
   }
@@ -77,6 +88,20 @@ bool reserve_more(ThreadState& t) noexcept {
 // Heap-allocated per thread (the TLS slot is one pointer: this library is dlopen'ed into programs and
 // may only use a little of the static TLS surplus).
 thread_local ThreadState* tls_state = nullptr;
+
+// A thread's descriptors are closed when it exits (a pthread key's destructor): a program that runs many
+// short-lived threads would otherwise hold two more descriptors for each until it ran out (600 threads of
+// one range each held 1206 here; under `ulimit -n 256` the program could no longer open a file). Its
+// mapping stays (a range it started may be ended by another thread: end()), and so does the struct (a
+// range begun by a later destructor on that thread finds no descriptor to reserve with: dropped, counted).
+void close_thread_files(void* state) noexcept {
+  auto* t = static_cast<ThreadState*>(state);
+  t->schedstat.close();
+  t->schedstat_fd = -1;
+  t->part.close();
+}
+pthread_key_t g_exit_key;
+bool g_exit_key_made = pthread_key_create(&g_exit_key, &close_thread_files) == 0;
 
 // The calling thread's part for this process, created on its first range (after fork: again).
 ThreadState* thread_part() noexcept {
@@ -89,29 +114,28 @@ ThreadState* thread_part() noexcept {
     if (t == nullptr) return nullptr;
     tls_state = t;
   }
-  if (t->schedstat_fd >= 0) ::close(t->schedstat_fd);  // after fork: the parent's thread's files
-  if (t->part_fd >= 0) ::close(t->part_fd);
+  t->schedstat.close();  // after fork: the parent's thread's files (closed only where still ours)
+  t->part.close();
   *t = ThreadState{};  // after fork: the parent's part is not ours
   t->generation = gen;
   try {
     const std::int64_t pid = open_process_files();
     const std::int64_t tid = static_cast<std::int64_t>(syscall(SYS_gettid));
     const std::string path = record_directory() + "/" + std::to_string(pid) + "." + std::to_string(tid) + ".ranges";
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return nullptr;
+    if (!t->part.open(path, O_RDWR | O_CREAT | O_TRUNC)) return nullptr;
+    const int fd = t->part.get();
     const std::size_t bytes = sizeof(PartHeader) + std::size_t{part_capacity()} * sizeof(PartRange);
     // The header's blocks first: without them nothing may be stored (the file goes; the thread is not recorded).
     if (ftruncate(fd, static_cast<off_t>(bytes)) != 0 || posix_fallocate(fd, 0, sizeof(PartHeader)) != 0) {
-      ::close(fd);
+      t->part.close();
       ::unlink(path.c_str());
       return nullptr;
     }
     void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) {
-      ::close(fd);
+      t->part.close();
       return nullptr;
     }
-    t->part_fd = fd;
     t->capacity = part_capacity();
     auto* h = static_cast<PartHeader*>(p);
     h->version = kPartVersion;
@@ -124,8 +148,9 @@ ThreadState* thread_part() noexcept {
     __atomic_store_n(&h->magic, kPartMagic, __ATOMIC_RELEASE);
     t->header = h;
     t->records = reinterpret_cast<PartRange*>(h + 1);
-    t->schedstat_fd = open_thread_schedstat();
+    if (t->schedstat.open("/proc/thread-self/schedstat", O_RDONLY)) t->schedstat_fd = t->schedstat.get();
     t->name_cache = new NameMap;  // per thread and process generation; leaked with the thread (small)
+    if (g_exit_key_made) (void)pthread_setspecific(g_exit_key, t);
   } catch (...) {
     return nullptr;
   }

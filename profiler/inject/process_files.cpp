@@ -2,6 +2,7 @@
 // process_files.h). fork(): the child starts from a fresh process state with a new generation, so its
 // threads make new parts and its names go to its own <pid>.names.
 #include "process_files.h"
+#include "owned_file.h"
 #include "part_writer.h"
 #include "step_marks.h"
 #include "stalldx/name_table.h"
@@ -32,7 +33,8 @@ struct ProcessState {
   std::mutex mu;  // names registration and the names file
   NameMap names, domains;
   std::uint32_t next_name = 1, next_domain = 1;
-  int names_fd = -1;
+  OwnedFile names_file;   // <pid>.names (checked at each write: the program may close or reuse its number)
+  bool files_open = false;
   std::int64_t pid = 0;
   std::atomic<std::uint64_t> generation{1};  // bumped by fork in the child
 };
@@ -82,7 +84,7 @@ std::string read_cmdline() {
 void open_process_locked(ProcessState& s) {
   s.pid = getpid();
   const std::string base = g_dir + "/" + std::to_string(s.pid);
-  s.names_fd = ::open((base + ".names").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  s.files_open = s.names_file.open(base + ".names", O_WRONLY | O_CREAT | O_APPEND);
   const int proc_fd = ::open((base + ".proc").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (proc_fd >= 0) {
     std::string line = std::to_string(s.pid) + "\t" + std::to_string(getppid()) + "\t";
@@ -94,7 +96,7 @@ void open_process_locked(ProcessState& s) {
   // Started by a launcher as one rank of several (mpirun, srun, torchrun): its rank, the world's size
   // and the job, so `record -- mpirun ...` writes one trace per rank.
   if (const std::optional<LauncherRank> r = launcher_rank())
-    write_line(s.names_fd, 'r', static_cast<std::uint64_t>(r->rank), std::to_string(r->size) + "\t" + r->job);
+    write_line(s.names_file.get(), 'r', static_cast<std::uint64_t>(r->rank), std::to_string(r->size) + "\t" + r->job);
 }
 
 // In the child only the forking thread exists and the parent's mutex may have been held: the child
@@ -125,7 +127,7 @@ void init() {
 ProcessState& process_locked_ready(std::unique_lock<std::mutex>& lock) {
   ProcessState& s = state();
   lock = std::unique_lock<std::mutex>(s.mu);
-  if (s.names_fd < 0 || s.pid != getpid()) open_process_locked(s);
+  if (!s.files_open || s.pid != getpid()) open_process_locked(s);
   return s;
 }
 
@@ -136,7 +138,7 @@ std::uint32_t register_text(NameMap ProcessState::*map, std::uint32_t ProcessSta
   if (it != (s.*map).end()) return it->second;
   const std::uint32_t id = (s.*next)++;
   (s.*map).emplace(std::string(text), id);
-  write_line(s.names_fd, kind, id, text);
+  write_line(s.names_file.get(), kind, id, text);
   if (kind == 'n') classify_step_name(id, text);  // under the process lock, once per name
   return id;
 }
@@ -147,7 +149,7 @@ void write_names_line(char kind, std::uint64_t id, std::string_view text) noexce
   try {
     std::unique_lock<std::mutex> lock;
     ProcessState& s = process_locked_ready(lock);
-    write_line(s.names_fd, kind, id, text);
+    write_line(s.names_file.get(), kind, id, text);
   } catch (...) {
   }
 }

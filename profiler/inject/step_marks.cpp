@@ -1,4 +1,5 @@
 #include "step_marks.h"
+#include "owned_file.h"
 
 #include <fcntl.h>
 #include <sys/syscall.h>
@@ -35,7 +36,7 @@ struct Marks {
   int best_level = 0;              // the best step level seen so far
   std::int64_t step_tid = 0;       // the thread that gave it
   std::int64_t window = 0;         // windows opened so far (the open one's number when recording)
-  int fd = -1;                     // <pid>.windows
+  OwnedFile file;                  // <pid>.windows (checked at each write)
   WindowHook hook = nullptr;
   std::unique_ptr<std::atomic<std::uint8_t>[]> levels{new std::atomic<std::uint8_t>[kLevelIds]()};
   std::unordered_map<std::string, int> families;  // masked name -> names seen (under the names lock)
@@ -49,20 +50,20 @@ std::unique_ptr<record::RoleMap> g_roles;  // a roles file's rules + the built-i
 std::atomic<Marks*> g_marks{nullptr};
 
 void write_mark(Marks& m, const char* what, std::int64_t ns) {
-  if (m.fd < 0) return;
+  const int fd = m.file.get();
+  if (fd < 0) return;
   const std::string line = std::string(what) + "\t" + std::to_string(m.window) + "\t" + std::to_string(ns) + "\t" +
                            std::to_string(m.boundaries - 1) + "\n";
-  (void)!::write(m.fd, line.data(), line.size());  // O_APPEND: one write per line
+  (void)!::write(fd, line.data(), line.size());  // O_APPEND: one write per line
 }
 
 Marks* fresh_marks() {
   auto* m = new Marks;  // never destroyed: ranges may begin during exit
   m->scheduler = record::WindowScheduler(g_plan);
   const std::string path = g_dir + "/" + std::to_string(getpid()) + ".windows";
-  m->fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (m->fd >= 0) {
+  if (m->file.open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW)) {
     const std::string plan = record::plan_mark(g_plan);
-    (void)!::write(m->fd, plan.data(), plan.size());
+    (void)!::write(m->file.get(), plan.data(), plan.size());
   }
   if (m->scheduler.recording()) write_mark(*m, "attach", now_ns());  // open from the start
   return m;

@@ -15,7 +15,16 @@
 //   --odd-names       also a range whose name is not UTF-8 and holds an ESC sequence (Linux allows both)
 //   --two-families    the step "pass N" (no dictionary word) with "part N" around its compute: two numbered
 //                     families on one thread, the longer one is the steps
+//   --short-threads N before the loop, N threads one after another, each with one range; then prints
+//                     "nvtx_loop: N descriptors open" (its /proc/self/fd entries) on stderr
+//   --close-fds FILE  after the first step, closes every descriptor from 3 up (the recorder's files
+//                     included, as a daemon does) but its pipe, opens FILE and /dev/null a few times (their
+//                     numbers the recorder's old ones) and writes "step N" lines into FILE after each
+//                     later step, with a range of a new name in each (a names-file write after the close)
+#include <dirent.h>
+#include <fcntl.h>
 #include <nvtx3/nvToolsExt.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -50,6 +59,8 @@ int main(int argc, char** argv) {
   double read_ms = 20, decode_ms = 1, step_ms = 2;
   bool unbalanced = false, unclosed = false, abort_at_end = false, name_thread = false, use_domain = false, announce = false, payload = false,
        people = false, two_families = false, odd_names = false;
+  std::string close_fds;
+  int short_threads = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? argv[++i] : "0"; };
@@ -69,6 +80,22 @@ int main(int argc, char** argv) {
     else if (a == "--people-names") people = true;
     else if (a == "--two-families") two_families = true;
     else if (a == "--odd-names") odd_names = true;
+    else if (a == "--close-fds") close_fds = next();
+    else if (a == "--short-threads") short_threads = std::atoi(next());
+  }
+  for (int k = 0; k < short_threads; ++k) {
+    pthread_t th;
+    if (pthread_create(&th, nullptr, [](void*) -> void* { nvtxRangePushA("short thread work"); nvtxRangePop(); return nullptr; }, nullptr) != 0)
+      return 6;
+    pthread_join(th, nullptr);
+  }
+  if (short_threads > 0) {
+    int fds = -3;  // ".", ".." and the directory's own descriptor
+    if (DIR* d = opendir("/proc/self/fd")) {
+      while (readdir(d) != nullptr) ++fds;
+      closedir(d);
+    }
+    std::fprintf(stderr, "nvtx_loop: %d descriptors open\n", fds);
   }
   int ready[2];
   if (pipe(ready) != 0) return 3;
@@ -120,6 +147,7 @@ int main(int argc, char** argv) {
   };
   const auto pop = [&] { domain == nullptr ? nvtxRangePop() : nvtxDomainRangePop(domain); };
   char label[32];
+  int own = -1;  // --close-fds: the program's own file
   for (int s = 0; s < steps; ++s) {
     std::snprintf(label, sizeof label, two_families ? "pass %d" : "iter %d", s);
     push(people || two_families ? label : "step");
@@ -143,6 +171,18 @@ int main(int argc, char** argv) {
     if (two_families) pop();
     pop();
     if (announce) std::fprintf(stderr, "nvtx_loop: step %d done\n", s);
+    if (!close_fds.empty() && s == 0) {
+      for (int fd = 3; fd < 1024; ++fd)
+        if (fd != ready[0]) close(fd);
+      own = open(close_fds.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      for (int k = 0; k < 4; ++k) (void)open("/dev/null", O_RDWR);
+    } else if (own >= 0) {
+      std::snprintf(label, sizeof label, "late range %d", s);  // a new name: the recorder writes its names file
+      nvtxRangePushA(label);
+      nvtxRangePop();
+      const std::string line = "step " + std::to_string(s) + "\n";
+      if (write(own, line.data(), line.size()) != static_cast<ssize_t>(line.size())) return 5;
+    }
   }
   for (pid_t k : kids) waitpid(k, nullptr, 0);
   if (unbalanced) {
