@@ -89,16 +89,23 @@ bool reserve_more(ThreadState& t) noexcept {
 // may only use a little of the static TLS surplus).
 thread_local ThreadState* tls_state = nullptr;
 
-// A thread's descriptors are closed when it exits (a pthread key's destructor): a program that runs many
-// short-lived threads would otherwise hold two more descriptors for each until it ran out (600 threads of
-// one range each held 1206 here; under `ulimit -n 256` the program could no longer open a file). Its
-// mapping stays (a range it started may be ended by another thread: end()), and so does the struct (a
-// range begun by a later destructor on that thread finds no descriptor to reserve with: dropped, counted).
+// What tls_state points to once its thread has exited: nothing more is recorded there.
+ThreadState g_exited;
+
+// A thread's state goes when it exits (a pthread key's destructor): its descriptors are closed — a program
+// that runs many short-lived threads would otherwise hold two more for each until it ran out (600 threads
+// of one range each held 1206 here; under `ulimit -n 256` the program could no longer open a file) — and
+// its struct freed. Its mapping stays (a range it started may be ended by another thread: end()). A range
+// begun by a later destructor on that thread is not recorded.
 void close_thread_files(void* state) noexcept {
   auto* t = static_cast<ThreadState*>(state);
   t->schedstat.close();
-  t->schedstat_fd = -1;
   t->part.close();
+  if (tls_state == t) {
+    tls_state = &g_exited;
+    delete t->name_cache;
+    delete t;
+  }
 }
 pthread_key_t g_exit_key;
 bool g_exit_key_made = pthread_key_create(&g_exit_key, &close_thread_files) == 0;
@@ -108,6 +115,7 @@ ThreadState* thread_part() noexcept {
   if (!enabled()) return nullptr;
   const std::uint64_t gen = process_generation();
   ThreadState* t = tls_state;
+  if (t == &g_exited) return nullptr;
   if (t != nullptr && t->generation == gen) return t->header ? t : nullptr;
   if (t == nullptr) {
     t = new (std::nothrow) ThreadState;  // one per thread, leaked with it (a few KB)

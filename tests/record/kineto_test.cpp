@@ -195,6 +195,32 @@ TEST(Kineto, BothSchemasReadAndACopyCountsOnlyWhenItCopied) {
   }
 }
 
+// A torch built without Kineto (Debian's python3-torch 1.13, CPU) writes the legacy autograd profiler's
+// trace: a bare JSON array of events with no categories, pid "CPU functions". It is read as CPU ops — the
+// ProfilerStep#N ranges are the steps, the DataLoader's __next__ the waits (a 3 ms read per sample, 2
+// workers: the loop waited 37 % of its steps). Refused before: "the top level is not a JSON object".
+TEST(Kineto, TheLegacyProfilersBareArrayIsReadAsCpuOps) {
+  Trace t;
+  KinetoReport rep;
+  bool kineto = false;
+  ASSERT_TRUE(read_any_trace(kData + "legacy-autograd-cpu-torch113.trace.json.gz", RoleMap::defaults(), t, rep, kineto).is_ok());
+  EXPECT_TRUE(kineto);
+  EXPECT_TRUE(rep.array_form);
+  EXPECT_EQ(rep.not_understood, 0u);
+  bool said = false;
+  for (const std::string& n : rep.notes) said = said || n.find("bare array") != std::string::npos;
+  EXPECT_TRUE(said);
+  const diagnose::Report r = diagnose::diagnose(t);
+  ASSERT_EQ(r.steps.size(), 8u);
+  int waited = 0;
+  for (const diagnose::StepDiagnosis& st : r.steps) waited += st.stall_ms > 1.0;
+  EXPECT_EQ(waited, 8);
+  EXPECT_GT(r.summary.headline.input, 0.25) << r.summary.headline.text;
+  // An empty array is a trace with nothing in it, not an error.
+  ASSERT_TRUE(read_kineto_json("[]", RoleMap::defaults(), t, rep).is_ok());
+  EXPECT_TRUE(t.ranges.empty());
+}
+
 TEST(Kineto, BadInputGivesAMessageOrLowerCoverage) {
   Trace t;
   KinetoReport rep;

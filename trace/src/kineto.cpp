@@ -35,6 +35,7 @@ bool is_sync_call(std::string_view n) {
 
 bool looks_like_kineto(const std::string& text) {
   const std::string_view head(text.data(), std::min<std::size_t>(text.size(), 8192));
+  if (const std::size_t first = head.find_first_not_of(" \t\r\n"); first != std::string_view::npos && head[first] == '[') return true;
   return head.find("\"schemaVersion\"") != std::string_view::npos || head.find("\"deviceProperties\"") != std::string_view::npos ||
          head.find("\"baseTimeNanoseconds\"") != std::string_view::npos || head.find("\"distributedInfo\"") != std::string_view::npos;
 }
@@ -151,7 +152,7 @@ StepFacts add_step_host_work(Trace& out) {
 void set_meta(const KinetoEvents& ev, const std::string& text, std::optional<std::string_view> laid_out, const KinetoReport& rep, Trace& out) {
   out.meta.host = true;
   out.meta.cupti = rep.device > 0 || rep.calls > 0;
-  out.meta.device = "CUDA (torch.profiler trace)";
+  out.meta.device = out.meta.cupti ? "CUDA (torch.profiler trace)" : "none recorded (torch.profiler trace, CPU events only)";
   out.meta.config["source"] = "torch.profiler";
   read_kineto_job(text, laid_out, out.meta);
   out.meta.skipped_events = rep.not_understood;
@@ -164,6 +165,9 @@ void set_meta(const KinetoEvents& ev, const std::string& text, std::optional<std
 
 // What the reader could not see, said: no steps, no GPU events, other processes' steps, the loader's workers.
 void add_notes(const Trace& out, const StepFacts& steps, std::uint64_t demoted, KinetoReport& rep) {
+  if (rep.array_form)
+    rep.notes.push_back("a bare array of events with no categories (torch's legacy autograd profiler, or a torch built without "
+                        "Kineto): every host event read as a CPU op; no GPU activity or CUDA calls are told apart");
   if (steps.step_ranges == 0)
     rep.notes.push_back("no ProfilerStep#N ranges: profile with a schedule and call prof.step() every iteration, so each step is a range");
   if (rep.device == 0)
@@ -203,11 +207,13 @@ Status read_kineto(const std::string& text, const RoleMap& roles, Trace& out, Ki
     // parse() reads in place when the string's capacity holds simdjson's padding (read_text_file's does).
     if (auto err = parser.parse(text).get(doc); err)
       return Status::parse(fmt::format("not a complete JSON document ({}): a trace cut short, or not a trace", simdjson::error_message(err)));
-    if (doc["traceEvents"].get_array().get(events))
+    if (doc.get_array().get(events) == simdjson::SUCCESS) rep.array_form = true;
+    else if (doc["traceEvents"].get_array().get(events))
       return Status::parse("a Kineto trace without a 'traceEvents' array");
   }
 
   KinetoEvents events_in(roles, out, rep);
+  events_in.untyped_host_ops = rep.array_form;
   const auto on_event = [&events_in](const simdjson::dom::element& ev) { events_in.on_event(ev); };
   if (laid_out) {
     JsonRuns runs;

@@ -102,7 +102,7 @@ void KinetoEvents::on_event(const element& ev) {
   element args;
   const bool has_args = !o["args"].get(args);
   const std::int64_t pid = int_arg(ev, "pid", 0), tid = int_arg(ev, "tid", 0);
-  const Cat c = category(cat);
+  const Cat c = cat.empty() && untyped_host_ops ? Cat::cpu_op : category(cat);
   switch (c) {
     case Cat::cpu_op:
     case Cat::annotation: {

@@ -27,6 +27,8 @@ class KinetoEvents {
   // Appends to `out` (threads, names, calls, activities) and counts into `rep`; both outlive this.
   KinetoEvents(const RoleMap& roles, Trace& out, KinetoReport& rep) : roles_(roles), out_(out), rep_(rep) {}
   void on_event(const simdjson::dom::element& ev);
+  // A complete event with no category is a CPU op (the array form: KinetoReport::array_form).
+  bool untyped_host_ops = false;
 
   struct PendingRange {
     HostRange range;

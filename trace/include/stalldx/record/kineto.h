@@ -25,9 +25,14 @@ struct KinetoReport {
   std::uint64_t not_understood = 0;    // categories/phases this reader does not know (counted in the coverage)
   std::vector<std::string> notes;      // one line each: what is missing and what follows from it
   std::uint64_t runs = 0;              // runs of events parsed apart (Kineto's own layout); 0 = read as one document
+  // The document was a bare JSON array of events (the Chrome trace format's array form: torch's legacy
+  // autograd profiler, a torch built without Kineto): its events carry no category, and each complete
+  // event on the host is read as a CPU op (named ranges keep their roles; the rest fold into them).
+  bool array_form = false;
 };
 
-// True when `text` starts like a Kineto trace (its header keys come before traceEvents).
+// True when `text` starts like a Kineto trace (its header keys come before traceEvents), or is a bare JSON
+// array of events (stalldx's own traces are objects).
 bool looks_like_kineto(const std::string& text);
 
 // Parses a Kineto JSON document: in Kineto's own layout, ~1 MB runs of events at a time (memory: the text
