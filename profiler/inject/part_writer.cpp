@@ -118,7 +118,7 @@ ThreadState* thread_part() noexcept {
   if (t == &g_exited) return nullptr;
   if (t != nullptr && t->generation == gen) return t->header ? t : nullptr;
   if (t == nullptr) {
-    t = new (std::nothrow) ThreadState;  // one per thread, leaked with it (a few KB)
+    t = new (std::nothrow) ThreadState;  // one per thread, freed at its exit (close_thread_files)
     if (t == nullptr) return nullptr;
     tls_state = t;
   }
