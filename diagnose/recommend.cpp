@@ -141,6 +141,13 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
   }
   if (!rep.coverage.device_records) {
     say(Advice::collect_device_records, "collect device records (CUPTI) to judge stalls against the device's timeline");
+    // Without the device's timeline the loop's waits for input are still measured: what would feed it
+    // faster holds as it does with them (a CPU-only loop, a recording with CUPTI off). Submission and
+    // the device's idle time are not known, so nothing is said of them.
+    advise_startup(in);
+    advise_input_shape(in);
+    advise_retrieval(in);
+    advise_decoding(in);
     return;
   }
   advise_startup(in);

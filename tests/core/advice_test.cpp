@@ -58,6 +58,27 @@ TEST(Advice, MoreWorkersOnlyWhenDecodeRanAndCoresAreFree) {
   EXPECT_TRUE(has(full, Advice::oversubscribed));
 }
 
+// With no device records (a CPU-only loop, CUPTI off) the loop's waits are still measured: the input
+// advice stands beside "collect device records"; nothing is said of submission. Before, "collect device
+// records" was the only line (held-out CPU loops: a streaming dataset waiting on storage, inline
+// augmentation).
+TEST(Advice, WithoutDeviceRecordsTheInputAdviceStillStands) {
+  const auto host_only = [](Trace t) {
+    t.calls.clear();
+    t.activities.clear();
+    t.meta.cupti = false;
+    return t;
+  };
+  const Report reads = diagnose(host_only(input_loop(Role::retrieval, 0.02, {}, 16)));
+  ASSERT_FALSE(reads.coverage.device_records);
+  EXPECT_TRUE(has(reads, Advice::collect_device_records)) << all(reads);
+  EXPECT_TRUE(has(reads, Advice::storage_latency)) << all(reads);
+  const Report decodes = diagnose(host_only(input_loop(Role::decode, 0.45, {{"workers", "4"}}, 16)));
+  EXPECT_TRUE(has(decodes, Advice::oversubscribed)) << all(decodes);
+  EXPECT_FALSE(has(decodes, Advice::more_workers)) << all(decodes);
+  for (const Advised& a : decodes.summary.advice) EXPECT_NE(a.text.rfind("submission", 0), 0u) << a.text;
+}
+
 // Reads that ran little of their wall time: waiting on storage when they were blocked, the host's CPU
 // denied when they were runnable (run-queue delay) — then the verdict is the CPU and "more concurrent
 // reads" is never advised.
