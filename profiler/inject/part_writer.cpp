@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <new>
 #include <string>
@@ -129,8 +130,13 @@ ThreadState* thread_part() noexcept {
   try {
     const std::int64_t pid = open_process_files();
     const std::int64_t tid = static_cast<std::int64_t>(syscall(SYS_gettid));
-    const std::string path = record_directory() + "/" + std::to_string(pid) + "." + std::to_string(tid) + ".ranges";
-    if (!t->part.open(path, O_RDWR | O_CREAT | O_TRUNC)) return nullptr;
+    // <pid>.<tid>.ranges; where an earlier program image of this pid (an exec, a pid reused) left that
+    // file, <pid>.<tid>.<n>.ranges — never truncated: its ranges are that image's.
+    std::string path = record_directory() + "/" + std::to_string(pid) + "." + std::to_string(tid) + ".ranges";
+    for (int image = 1; !t->part.open(path, O_RDWR | O_CREAT | O_EXCL); ++image) {
+      if (errno != EEXIST || image > 64) return nullptr;
+      path = record_directory() + "/" + std::to_string(pid) + "." + std::to_string(tid) + "." + std::to_string(image) + ".ranges";
+    }
     const int fd = t->part.get();
     const std::size_t bytes = sizeof(PartHeader) + std::size_t{part_capacity()} * sizeof(PartRange);
     // The header's blocks first: without them nothing may be stored (the file goes; the thread is not recorded).

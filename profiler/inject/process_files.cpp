@@ -10,8 +10,10 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <cstdio>
@@ -80,11 +82,36 @@ std::string read_cmdline() {
   return s;
 }
 
+// A names file that already has lines belongs to an earlier program image of this pid (the process
+// exec'd, or a pid reused during a long run): its threads' parts use those ids, so this image numbers its
+// names and domains after them — the same id never names two things in one file.
+void continue_after_earlier_image(const std::string& path, ProcessState& s) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  for (std::size_t pos = 0; pos < text.size();) {
+    const std::size_t eol = std::min(text.find('\n', pos), text.size());
+    const std::string_view line(text.data() + pos, eol - pos);
+    pos = eol + 1;
+    if (line.size() < 3 || line[1] != '\t' || (line[0] != 'n' && line[0] != 'd')) continue;
+    std::uint32_t id = 0;
+    const std::string_view digits = line.substr(2, line.find('\t', 2) - 2);
+    if (std::from_chars(digits.data(), digits.data() + digits.size(), id).ec != std::errc() || id == UINT32_MAX) continue;
+    std::uint32_t& next = line[0] == 'n' ? s.next_name : s.next_domain;
+    next = std::max(next, id + 1);
+  }
+}
+
 // Opens this process's names file and writes its .proc line; caller holds state().mu.
 void open_process_locked(ProcessState& s) {
   s.pid = getpid();
   const std::string base = g_dir + "/" + std::to_string(s.pid);
   s.files_open = s.names_file.open(base + ".names", O_WRONLY | O_CREAT | O_APPEND);
+  if (struct stat st{}; s.files_open && ::fstat(s.names_file.get(), &st) == 0 && st.st_size > 0)
+    continue_after_earlier_image(base + ".names", s);
   const int proc_fd = ::open((base + ".proc").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (proc_fd >= 0) {
     std::string line = std::to_string(s.pid) + "\t" + std::to_string(getppid()) + "\t";

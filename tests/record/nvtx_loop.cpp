@@ -17,6 +17,9 @@
 //                     families on one thread, the longer one is the steps
 //   --short-threads N before the loop, N threads one after another, each with one range; then prints
 //                     "nvtx_loop: N descriptors open" (its /proc/self/fd entries) on stderr
+//   --exec-self       first a range "before exec" on the main thread and "earlier image thread" on a
+//                     thread that has ended, then exec()s itself with the other arguments (a launcher that
+//                     becomes the program: same pid, same main thread id)
 //   --close-fds FILE  after the first step, closes every descriptor from 3 up (the recorder's files
 //                     included, as a daemon does) but its pipe, opens FILE and /dev/null a few times (their
 //                     numbers the recorder's old ones) and writes "step N" lines into FILE after each
@@ -61,6 +64,7 @@ int main(int argc, char** argv) {
        people = false, two_families = false, odd_names = false;
   std::string close_fds;
   int short_threads = 0;
+  bool exec_self = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? argv[++i] : "0"; };
@@ -82,6 +86,21 @@ int main(int argc, char** argv) {
     else if (a == "--odd-names") odd_names = true;
     else if (a == "--close-fds") close_fds = next();
     else if (a == "--short-threads") short_threads = std::atoi(next());
+    else if (a == "--exec-self") exec_self = true;
+  }
+  if (exec_self) {
+    nvtxRangePushA("before exec");
+    pthread_t th;
+    if (pthread_create(&th, nullptr, [](void*) -> void* { nvtxRangePushA("earlier image thread"); nvtxRangePop(); return nullptr; }, nullptr) != 0)
+      return 6;
+    pthread_join(th, nullptr);
+    nvtxRangePop();
+    std::vector<char*> args;
+    for (int i = 0; i < argc; ++i)
+      if (std::strcmp(argv[i], "--exec-self") != 0) args.push_back(argv[i]);
+    args.push_back(nullptr);
+    execv("/proc/self/exe", args.data());
+    return 7;
   }
   for (int k = 0; k < short_threads; ++k) {
     pthread_t th;

@@ -316,6 +316,25 @@ TEST(Record, ShortLivedThreadsLeaveNoDescriptorsOpenAndKeepTheirRanges) {
   EXPECT_EQ(short_ranges, 300);
 }
 
+// A process that exec()s (a launcher that becomes the program: the same pid, the same main thread id)
+// keeps what its earlier image recorded, under the right names: the new image numbers its names after
+// the earlier image's and writes its main thread's ranges beside the earlier ones, not over them. Before:
+// the earlier image's main-thread ranges were truncated away, and its other threads' ranges could take
+// the new image's names (both numbered from 1 in one names file).
+TEST(Record, AProcessThatExecsKeepsItsEarlierImagesRangesUnderTheirNames) {
+  const Recorded r = record("--steps 4 --workers 1 --read-ms 1 --exec-self");
+  ASSERT_EQ(r.rc, 0) << r.log;
+  Trace t;
+  ASSERT_TRUE(read_trace_file(r.trace_path, t).is_ok()) << r.log;
+  std::map<std::string, int> n;
+  for (const HostRange& h : t.ranges) n[t.name(h.name)]++;
+  EXPECT_EQ(n["before exec"], 1) << r.log;
+  EXPECT_EQ(n["earlier image thread"], 1) << r.log;
+  EXPECT_EQ(n["step"], 4) << r.log;
+  EXPECT_EQ(n["wait_batch"], 4) << r.log;
+  EXPECT_EQ(n["read_file"], 4) << r.log;
+}
+
 TEST(Record, UnbalancedPopsAndUnclosedRangesAreCountedNotFatal) {
   const Recorded r = record("--steps 2 --workers 1 --read-ms 1 --unbalanced --unclosed --domain");
   ASSERT_EQ(r.rc, 0) << r.log;

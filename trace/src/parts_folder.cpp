@@ -43,7 +43,11 @@ bool is_part_file_name(std::string_view name) {
   if (dot == std::string_view::npos || !all_digits(name.substr(0, dot))) return false;
   const std::string_view rest = name.substr(dot);
   if (rest == ".proc" || rest == ".names" || rest == ".windows" || rest == ".cuda.started" || rest == ".cuda.json") return true;
-  if (rest.size() > 7 && rest.substr(rest.size() - 7) == ".ranges") return all_digits(rest.substr(1, rest.size() - 8));
+  if (rest.size() > 7 && rest.substr(rest.size() - 7) == ".ranges") {  // .<tid>.ranges, or .<tid>.<image>.ranges (an exec)
+    const std::string_view middle = rest.substr(1, rest.size() - 8);
+    const auto dot2 = middle.find('.');
+    return dot2 == std::string_view::npos ? all_digits(middle) : all_digits(middle.substr(0, dot2)) && all_digits(middle.substr(dot2 + 1));
+  }
   constexpr std::string_view window = ".cuda.w", json = ".json";
   return rest.size() > window.size() + json.size() && rest.substr(0, window.size()) == window &&
          rest.substr(rest.size() - json.size()) == json && all_digits(rest.substr(window.size(), rest.size() - window.size() - json.size()));
