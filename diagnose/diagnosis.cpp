@@ -15,6 +15,7 @@
 #include "stalldx/record/part_format.h"
 #include "stalldx/record/step_inference.h"
 #include "input_split.h"
+#include "next_question.h"
 #include "sampled_steps.h"
 #include "step_work.h"
 #include "summaries.h"
@@ -216,67 +217,8 @@ void decide(const TraceIndex& ix, const Thresholds& th, const Coverage& cov, Ste
                        : fmt::format(": {} {:.0f}%", causes[0].second, 100 * causes[0].first / std::max(sd.stall_ms, 1e-9));
     sd.evidence = fmt::format("stall {:.2f} of {:.2f} ms{}{}", sd.stall_ms, sd.window_ms, top_cause, split);
   }
-  switch (sd.verdict) {
-    case Verdict::device_bound:
-      sd.next_question = "the device had work queued: a faster input pipeline buys nothing here; the step itself is the limit";
-      break;
-    case Verdict::retrieval:
-      sd.next_question = acc.any_split && acc.last_split.read_cpu_ratio >= 0 && acc.last_split.read_cpu_ratio < th.waiting_cpu_ratio
-                             ? "reads ran mostly off-CPU (waiting on storage): measure the storage's latency/bandwidth; more concurrent reads hide latency, not a bandwidth cap"
-                             : "is storage the limit? compare read time per file with the step time";
-      break;
-    case Verdict::decoding:
-      if (!cov.cpu_time) sd.next_question = "collect thread CPU time to tell waiting from running";
-      else if (!sd.causes.empty() && (sd.causes.front().cause == Cause::decode_starved || sd.causes.front().cause == Cause::read_starved))
-        sd.next_question = "the producers waited for a CPU (runnable, not running): the host is oversubscribed — more threads than cores, or a busy host?";
-      else if (acc.any_split && acc.last_split.decode_cpu_ratio >= 0 && acc.last_split.decode_cpu_ratio < th.contention_cpu_ratio)
-        sd.next_question = "decode threads ran only part of their wall time: CPU contention (more threads than cores, or a busy host)?";
-      else if (ix.loop_starved())
-        sd.next_question = fmt::format("the loop itself waited for a CPU {:.0f} % of the time it could run: the host's cores are all taken — "
-                                       "more workers would take theirs from the loop; make each sample cheaper or give the job more cores",
-                                       100 * ix.loop_denied);
-      else if (ix.decoders_fill_cores())
-        sd.next_question = fmt::format("decoding is CPU-bound and its {} thread{} + the loop{} already fill the {} usable cores: more workers "
-                                       "cannot run — make each sample cheaper (a cheaper transform; for images DCT-scaled / region decode or a smaller size)",
-                                       ix.decode_threads, ix.decode_threads == 1 ? "" : "s",
-                                       ix.loop_cpu >= 0 ? fmt::format(" (on a CPU {:.0f} % of its time)", 100 * ix.loop_cpu) : "", ix.cores);
-      else if (ix.decoders_unseen)
-        sd.next_question = "decoding: " + ix.unseen_decoders_why();
-      else if (ix.loop_decodes)
-        sd.next_question = std::string("decoding: ") + TraceIndex::kLoopDecodesWhy;
-      else sd.next_question = "decoding is CPU-bound: more workers, DCT-scaled / region decode, or a cheaper transform";
-      break;
-    case Verdict::submission:
-      if (!sd.causes.empty() && sd.causes.front().cause == Cause::launch_rate)
-        sd.next_question = fmt::format(
-            "the host issued {} kernels, one every {:.1f} µs ({:.1f} µs inside each launch call), while each ran {:.1f} µs on the device: "
-            "capture the step in a CUDA Graph, fuse into fewer, larger kernels, or give the launching thread a core of its own",
-            sd.launch.launches, sd.launch.host_us_between_launches, sd.launch.host_us_per_launch, sd.launch.device_us_per_kernel);
-      else if (!sd.causes.empty() && sd.causes.front().cause == Cause::host_paced)
-        sd.next_question = "the device waited for the loop to launch its next work (host-paced, outside any wait for input): what does "
-                           "the loop run on the CPU between kernels (torch.profiler, py-spy)? Capture the step (CUDA Graphs, torch.compile) "
-                           "or move that work off the step";
-      else if (!sd.causes.empty() && sd.causes.front().cause == Cause::consumer_starved)
-        sd.next_question = "the submitting thread waited for a CPU (runnable, not running) inside the step: the host is oversubscribed — "
-                           "give that thread a core of its own";
-      else
-        sd.next_question = causes.empty() ? "which CUDA call blocks?" : fmt::format("why does '{}' block the consumer?", causes[0].second);
-      break;
-    case Verdict::mixed:
-      sd.next_question = fmt::format("two causes share this stall: look at {} and {} separately", class_name(sd.top), class_name(sd.second));
-      break;
-    case Verdict::unattributed:
-      sd.next_question = "the consumer was outside any wait/submit range: add ranges around that code";
-      break;
-    case Verdict::input:
-      sd.next_question =
-          "the loop waited for a batch whose producers left no records in this trace, so retrieval and decoding are not told apart: "
-          "record them too — a PyTorch script under `stalldx record` (its hook times the DataLoader's workers; a torch.profiler trace "
-          "has none of them: annotate __getitem__, or profile with num_workers=0), any other program with ranges named read and "
-          "decode around its producers' work";
-      break;
-    case Verdict::no_device_records: break;
-  }
+  sd.next_question = next_question(sd, ix, th, cov, acc.any_split ? &acc.last_split : nullptr,
+                                   causes.empty() ? std::string_view() : std::string_view(causes[0].second));
 }
 
 // Host records only (no device records at all, or a sampled recording's step outside its windows): only
