@@ -12,7 +12,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdint>
 #include <string>
 
 namespace stalldx::inject {
@@ -47,7 +46,6 @@ class OwnedFile {
   int get() noexcept {
     if (fd_ < 0) return -1;
     if (ours(fd_)) return fd_;
-    ++lost_;
     fd_ = -1;  // the number is the program's now: never closed or written by us again
     if (path_.empty()) return -1;
     const int fd = ::open(path_.c_str(), reopen_flags_);
@@ -67,12 +65,6 @@ class OwnedFile {
     fd_ = -1;
   }
 
-  // Forgets the descriptor without closing it.
-  void release() noexcept { fd_ = -1; }
-
-  // How many times the program took the descriptor away (closed or reused its number).
-  std::uint32_t lost() const noexcept { return lost_; }
-
  private:
   bool ours(int fd) const noexcept {
     struct stat st {};
@@ -83,7 +75,6 @@ class OwnedFile {
   dev_t dev_ = 0;
   ino_t ino_ = 0;
   int reopen_flags_ = 0;
-  std::uint32_t lost_ = 0;
   std::string path_;
 };
 

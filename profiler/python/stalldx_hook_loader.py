@@ -239,8 +239,8 @@ def _next_patch(orig_next):
                 stalldx_hook_loop.stop(_h._local)
             except Exception:
                 pass
-        _close_orphan(t0, (c0, q0))
-        _close_step(self, t0, (c0, q0))  # the previous iteration ends where this wait begins
+        _close_orphan(t0, c0)
+        _close_step(self, t0, c0)  # the previous iteration ends where this wait begins
         if not _h._dist_patched[0]:  # torch.distributed loads after torch.utils.data: patched at the loop's first batch
             _h._dist_patched[0] = True
             try:
@@ -258,7 +258,7 @@ def _next_patch(orig_next):
                 # its backward passes are its steps again, the first from here
                 _h._local.dataloader_seen = False
                 _h._local.loop_step_begin, _h._local.loop_batch = t0, -1
-                _h._local.loop_step_clocks = (c0, q0)
+                _h._local.loop_step_cpu = c0
             except Exception:
                 pass
             raise
@@ -274,22 +274,22 @@ def _next_patch(orig_next):
     return __next__
 
 
-def _step_cpu(begin, clocks):
+def _step_cpu(begin, cpu):
     """The thread's CPU ns over an iteration, from its clock at the begin (begin[3], read on thread begin[2])
-    to `clocks` (cpu ns, ...) read now on this thread; -1 where unknown (another thread ends it). Its
-    run-queue time is left out: the diagnosis would read it, inside the step's own work, as the loop
-    starved of a CPU while submitting."""
-    if clocks is None or len(begin) < 4 or begin[2] != threading.get_ident() or clocks[0] < 0 or begin[3] < 0:
+    to `cpu` read now on this thread; -1 where unknown (another thread ends it). Its run-queue time is left
+    out: the diagnosis would read it, inside the step's own work, as the loop starved of a CPU while
+    submitting."""
+    if cpu is None or len(begin) < 4 or begin[2] != threading.get_ident() or cpu < 0 or begin[3] < 0:
         return -1
-    return max(clocks[0] - begin[3], -1)
+    return max(cpu - begin[3], -1)
 
 
-def _emit_iteration(begin, batch, end, clocks=None):
+def _emit_iteration(begin, batch, end, cpu=None):
     """One iteration ends: a step; or — the process having made backward passes, none in this one — an
     evaluation iteration (its wait for the batch stays a wait, outside any step); or, on a thread that never
     ran a backward pass while another thread did, a prefetch thread's iteration (the loop is that other
     thread, its steps its backward passes: stalldx_hook_loop). begin: (ns, backwards, thread, cpu ns);
-    clocks: (cpu ns, ...) of this thread at `end` — the step carries the loop's CPU time (how much of a core
+    cpu: this thread's CPU ns at `end` — the step carries the loop's CPU time (how much of a core
     the loop itself takes, for whether more workers have one to run on)."""
     backwards = _h._backwards[0]
     if backwards > 0 and getattr(_h._local, "backwards", 0) == 0:
@@ -297,23 +297,23 @@ def _emit_iteration(begin, batch, end, clocks=None):
     elif backwards > 0 and backwards == begin[1]:
         _h._emit(_h._EVAL_ITERATION_NAME, "user", batch, begin[0], end)
     else:
-        _h._emit(_h._STEP_NAME, "step", batch, begin[0], end, _step_cpu(begin, clocks))
+        _h._emit(_h._STEP_NAME, "step", batch, begin[0], end, _step_cpu(begin, cpu))
 
 
-def _close_step(it, end, clocks=None):
+def _close_step(it, end, cpu=None):
     begin = getattr(it, "_stalldx_step_begin", None)
     if begin is not None:
         it._stalldx_step_begin = None
-        _emit_iteration(begin, it._stalldx_prev_batch, end, clocks)
+        _emit_iteration(begin, it._stalldx_prev_batch, end, cpu)
 
 
-def _close_orphan(end, clocks=None):
+def _close_orphan(end, cpu=None):
     """The iteration of an iterator dropped after its first batch (`next(iter(loader))` each step) ends
     where this thread next waits for a batch: its step is the loop's, not the iterator's short life."""
     orphan = getattr(_h._local, "orphan", None)
     if orphan is not None:
         _h._local.orphan = None
-        _emit_iteration(orphan[0], orphan[1], end, clocks)
+        _emit_iteration(orphan[0], orphan[1], end, cpu)
 
 
 def close_orphan_at_exit():
@@ -336,13 +336,13 @@ def _del_patch(orig_del):
     # or until exit (close_orphan_at_exit).
     def __del__(self):
         try:
-            t, c, q = _h._clocks()
+            t, c, _ = _h._clocks()
             if getattr(self, "_stalldx_yielded", 0) == 1 and getattr(self, "_stalldx_step_begin", None) is not None:
-                _close_orphan(t, (c, q))  # an earlier one left open, with no wait since
+                _close_orphan(t, c)  # an earlier one left open, with no wait since
                 _h._local.orphan = (self._stalldx_step_begin, self._stalldx_prev_batch)
                 self._stalldx_step_begin = None
             else:
-                _close_step(self, t, (c, q))
+                _close_step(self, t, c)
         except Exception:
             pass
         if orig_del is not None:

@@ -104,15 +104,15 @@ def _on_forward(module, inputs):
 
 def _after_backward(torch):
     loc = _h._local
-    t, c, q = _h._clocks()
+    t, c, _ = _h._clocks()
     if getattr(loc, "loop_handle", None) is not None:  # no module call since the last backward: nothing measured
         _end_between(loc, False)
     begin = getattr(loc, "loop_step_begin", None)
     if begin is not None:  # the step carries the loop thread's CPU time (-1 where unknown; its run-queue time not: see
-        c0, q0 = getattr(loc, "loop_step_clocks", (-1, -1))  # stalldx_hook_loader._step_cpu)
+        c0 = getattr(loc, "loop_step_cpu", -1)  # stalldx_hook_loader._step_cpu)
         _h._emit(_h._BACKWARD_STEP_NAME, "step", getattr(loc, "loop_batch", -1), begin, t, c - c0 if c >= c0 >= 0 else -1)
         _index[0] += 1
-    loc.loop_step_begin, loc.loop_batch, loc.loop_step_clocks = t, -1, (c, q)
+    loc.loop_step_begin, loc.loop_batch, loc.loop_step_cpu = t, -1, c
     _begin_between(loc, torch)
 
 
