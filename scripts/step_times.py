@@ -47,6 +47,10 @@ def main():
         return -1
 
     marks = [where(ts, ms) for ts, ms, _ in period]
+    loop_tid = next((e.get("tid") for e in trace["traceEvents"] if e.get("cat") == "step" and e.get("ph") == "X"), None)
+    # The recorder's own work (ranges named "stalldx recorder: ..."): on the loop's thread its step paid for it.
+    own = sorted((e["ts"], e.get("dur", 0), e["name"][len("stalldx recorder: "):], e.get("tid") == loop_tid)
+                 for e in trace["traceEvents"] if e.get("ph") == "X" and str(e.get("name", "")).startswith("stalldx recorder: "))
     outside = [ms for (ts, ms, n), w in zip(period, marks) if w < 0 and n >= 5] or \
               [ms for (ts, ms, n), w in zip(period, marks) if w < 0]  # past start-up where there are enough
     base = statistics.median(outside) if outside else float("nan")
@@ -62,6 +66,11 @@ def main():
         cells = " ".join(f"{period[i][2]}{'*' if marks[i] == w else ''}:{period[i][1]:.0f}" for i in around)
         span = (windows[w][1] - windows[w][0]) / 1e3
         print(f"window {w} ({span:.0f} ms): {cells}  → {excess:+.0f} ms over {len(around)} steps")
+        lo = period[around[0]][0]
+        hi = period[around[-1]][0] + period[around[-1]][1] * 1e3
+        for ts, dur, name, on_loop in own:
+            if lo - 2e6 <= ts <= hi + 2e6:  # from 2 s before the steps around it to 2 s after
+                print(f"    {(ts - windows[w][0]) / 1e3:+9.1f} ms  {dur / 1e3:7.2f} ms  {'LOOP THREAD ' if on_loop else ''}{name}")
     if "--all" in sys.argv:
         for (ts, ms, n), w in zip(period, marks):
             print(f"  step {n}: {ms:.1f} ms{'  window ' + str(w) if w >= 0 else ''}")

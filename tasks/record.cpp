@@ -332,6 +332,8 @@ std::string record_summary_text(const RecordResult& r) {
                      m.windows_without_records ? fmt::format(", {} more without records (the oldest beyond {} kept, or before CUDA started)",
                                                              m.windows_without_records, record::kMaxWindowFiles)
                                                : "");
+  if (auto kept = r.trace.meta.config.find(record::kCuptiKeptKey); kept != r.trace.meta.config.end())
+    s += fmt::format("    CUPTI kept attached between windows, its records off ({})\n", kept->second);
   for (const std::string& p : m.steps.passed_over) s += fmt::format("    passed over: {}\n", p);
   if (!m.steps.how_to_override.empty()) s += fmt::format("    to choose otherwise: {}\n", m.steps.how_to_override);
   if (m.demoted_steps && m.steps.rule != record::StepRule::named && m.steps.rule != record::StepRule::python_loop) s += fmt::format("  {} step ranges off the consumer thread or nested in another step (kept as the steps' work, or user ranges elsewhere)\n", m.demoted_steps);

@@ -5,17 +5,23 @@
 // or removed while the program's threads run CUDA calls through CUPTI's dispatch: subscribing there, at
 // a window's end on the recorder's thread, crashed PyTorch in that dispatch (SIGSEGV in libcupti under
 // cuDevicePrimaryCtxGetState, H200 2026-12-06, 2 runs in 6, no finalize yet made). During a window every
-// API call pays the callback (an early return while no detach is pending); after the finalize, none does.
-// A collector starting before the finalize calls the request off. The recorder's own thread drives the
-// finalize (drive_cupti_detach: calls of its own whose exits are candidates), so that the finalize, a
-// heavy call, is made there rather than inside one of the program's calls.
+// API call pays the callback (two thread-local counts, a shared one per outermost call); after the
+// finalize, none does. A collector starting before the finalize calls the request off. The recorder's
+// own thread also drives the finalize (drive_cupti_detach: calls of its own whose exits are candidates),
+// for a program that makes no CUDA call after a window; in a busy loop a program call's exit comes first
+// (example 2 on the H100, 2026-12-07: 2–3 ms on its thread, once a window; set_finalize_observer shows
+// where each was made).
 //
 // When: finalizing while another thread is inside CUPTI's dispatch of a call crashed PyTorch runs
 // (SIGSEGV in libcupti on the main thread, H100 2026-12-05, 3 runs in 4, with the finalize on any
 // thread's first exit). So the finalize waits for a quiet moment: the exit of an outermost call on a
-// thread when no other thread is inside a call that began after the request, and only once the request
-// is kQuietBeforeFinalize old (a call that began before the request and is still running then is not
-// seen: a long wait, rarely in CUPTI's dispatch).
+// thread when no other thread is inside a call. Each thread's nesting is counted from the arming on (the
+// subscriber sees every call from then), so at a window's end the count is exact but for calls that
+// began before the arming; those are not seen, so the arming must be kArmedBeforeFinalize old (a call
+// still running then is a long wait, rarely in CUPTI's dispatch). Before 2026-12-07 the count began at
+// the request, which then waited 250 ms: on example 2 a program call's exit finalized ~250 ms after
+// each window, and in record_gpu_test's 1/2 windows of 3 ms steps no finalize was ever made (each
+// request was called off by the next window first).
 #include <cupti.h>
 #include <dlfcn.h>
 #include <sys/syscall.h>
@@ -25,15 +31,17 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <vector>
 
 #include "collectors.h"
 #include "stalldx/cuda.h"
+#include "stalldx/cuda_api.h"
 
 namespace stalldx::cuda {
 
 namespace {
 
-constexpr std::int64_t kQuietBeforeFinalize = 250'000'000;  // ns after the request
+constexpr std::int64_t kArmedBeforeFinalize = 50'000'000;  // ns from the arming to a finalize
 
 std::int64_t now_ns() {
   timespec ts{};
@@ -45,29 +53,65 @@ std::mutex g_mu;                     // the request's state; taken by the callba
 std::atomic<bool> g_pending{false};
 CUpti_SubscriberHandle g_subscriber = nullptr;
 std::atomic<long> g_detaches{0};
-std::atomic<std::int64_t> g_requested_ns{0};
-std::atomic<std::uint32_t> g_epoch{0};  // one per request: a thread's depth from an earlier one is void
-std::atomic<int> g_inside{0};           // threads inside an outermost call entered during this request
+std::atomic<std::int64_t> g_armed_ns{0};
+std::atomic<std::uint32_t> g_epoch{0};  // one per arming: a thread's depth from an earlier one is void
+std::atomic<int> g_inside{0};           // threads inside an outermost call entered since the arming
 // The last finalize, for a crash report (read from a signal handler: lock-free atomics only).
 std::atomic<long> g_finalize_tid{0};
 std::atomic<std::int64_t> g_finalize_begin_ns{0}, g_finalize_end_ns{0};
 
 thread_local std::uint32_t t_epoch = 0;
-thread_local int t_depth = 0;  // nesting of this thread's calls seen in this request (runtime over driver)
+thread_local int t_depth = 0;  // nesting of this thread's calls seen since the arming (runtime over driver)
+thread_local bool t_driver = false;  // this thread drives the finalize (drive_cupti_detach)
+
+// CUDA graphs: a graph replayed after a finalize failed ("unspecified launch failure" at the next
+// synchronize; record_gpu_test's cuda_windows, a graph captured before its first step, H100 2026-12-07),
+// so once a program is seen capturing, instantiating or launching one (uses_cuda_graphs) CUPTI is never
+// finalized again in it: it stays attached with its records off between windows.
+std::atomic<bool> g_graphs_seen{false};
+// Per domain (runtime, driver), the callback ids of those calls; filled once, before the first
+// subscription (under g_mu), read-only after.
+std::vector<std::uint8_t> g_graph_ids[2];
+
+void read_graph_ids() {
+  if (!g_graph_ids[0].empty()) return;
+  const CUpti_CallbackDomain domains[2] = {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API};
+  const CUpti_CallbackId sizes[2] = {static_cast<CUpti_CallbackId>(CUPTI_RUNTIME_TRACE_CBID_SIZE), static_cast<CUpti_CallbackId>(CUPTI_DRIVER_TRACE_CBID_SIZE)};
+  for (int d = 0; d < 2; ++d) {
+    g_graph_ids[d].assign(sizes[d], 0);
+    for (CUpti_CallbackId id = 1; id < sizes[d]; ++id) {
+      const char* name = nullptr;
+      if (cuptiGetCallbackName(domains[d], id, &name) == CUPTI_SUCCESS && name != nullptr) g_graph_ids[d][id] = uses_cuda_graphs(name) ? 1 : 0;
+    }
+  }
+}
+
+bool is_graph_call(CUpti_CallbackDomain domain, CUpti_CallbackId id) {
+  const int d = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? 0 : domain == CUPTI_CB_DOMAIN_DRIVER_API ? 1 : -1;
+  return d >= 0 && id < g_graph_ids[d].size() && g_graph_ids[d][id] != 0;
+}
+std::atomic<FinalizeObserver> g_observer{nullptr};
 
 void finalize_now() {
   g_pending.store(false, std::memory_order_release);
   g_subscriber = nullptr;  // cuptiFinalize removes every subscriber
   g_finalize_tid.store(static_cast<long>(::syscall(SYS_gettid)), std::memory_order_relaxed);
   g_finalize_end_ns.store(0, std::memory_order_relaxed);
-  g_finalize_begin_ns.store(now_ns(), std::memory_order_relaxed);
+  const std::int64_t begin = now_ns();
+  g_finalize_begin_ns.store(begin, std::memory_order_relaxed);
   if (cuptiFinalize() == CUPTI_SUCCESS) g_detaches.fetch_add(1, std::memory_order_relaxed);
-  g_finalize_end_ns.store(now_ns(), std::memory_order_relaxed);
+  const std::int64_t end = now_ns();
+  g_finalize_end_ns.store(end, std::memory_order_relaxed);
+  if (const FinalizeObserver observe = g_observer.load(std::memory_order_acquire); observe != nullptr) observe(begin, end, t_driver);
 }
 
-void CUPTIAPI on_api(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void* data) {
+// Every runtime and driver call of every thread, from the arming to the finalize: the nesting is kept
+// all along (a thread-local count, and one shared count per outermost call), the finalize looked for
+// only while a request is pending.
+void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data) {
   const auto* info = static_cast<const CUpti_CallbackData*>(data);
-  if (info == nullptr || !g_pending.load(std::memory_order_acquire)) return;
+  if (info == nullptr) return;
+  if (!g_graphs_seen.load(std::memory_order_relaxed) && is_graph_call(domain, id)) g_graphs_seen.store(true, std::memory_order_release);
   if (const std::uint32_t epoch = g_epoch.load(std::memory_order_acquire); t_epoch != epoch) {
     t_epoch = epoch;
     t_depth = 0;
@@ -76,13 +120,15 @@ void CUPTIAPI on_api(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void* 
     if (t_depth++ == 0) g_inside.fetch_add(1, std::memory_order_acq_rel);
     return;
   }
-  if (t_depth == 0) return;  // the exit of a call that began before the request
-  if (t_depth == 1 && g_inside.load(std::memory_order_acquire) == 1 &&
-      now_ns() - g_requested_ns.load(std::memory_order_relaxed) >= kQuietBeforeFinalize) {
+  if (t_depth == 0) return;  // the exit of a call that began before the arming
+  if (t_depth == 1 && g_pending.load(std::memory_order_acquire) && !g_graphs_seen.load(std::memory_order_acquire) &&
+      g_inside.load(std::memory_order_acquire) == 1 &&
+      now_ns() - g_armed_ns.load(std::memory_order_relaxed) >= kArmedBeforeFinalize) {
     // Never waits: the request may still be enabling its domains (a CUPTI call, under CUPTI's own locks,
     // which this callback may hold): a later exit finalizes instead.
     std::unique_lock<std::mutex> lock(g_mu, std::try_to_lock);
-    if (lock.owns_lock() && g_pending.load(std::memory_order_relaxed) && g_inside.load(std::memory_order_acquire) == 1) {
+    if (lock.owns_lock() && g_pending.load(std::memory_order_relaxed) && !g_graphs_seen.load(std::memory_order_acquire) &&
+        g_inside.load(std::memory_order_acquire) == 1) {
       finalize_now();
       t_depth = 0;
       g_inside.store(0, std::memory_order_release);
@@ -117,6 +163,10 @@ void write_text(int fd, const char* s) {
 void arm_cupti_detach() {
   std::lock_guard<std::mutex> lock(g_mu);
   if (g_subscriber != nullptr) return;
+  g_inside.store(0, std::memory_order_relaxed);  // counted afresh: every thread's depth is void from here
+  g_epoch.fetch_add(1, std::memory_order_acq_rel);
+  g_armed_ns.store(now_ns(), std::memory_order_relaxed);
+  read_graph_ids();
   if (cuptiSubscribe(&g_subscriber, reinterpret_cast<CUpti_CallbackFunc>(&on_api), nullptr) != CUPTI_SUCCESS) {
     g_subscriber = nullptr;
     return;  // another subscriber holds CUPTI (a tool of the program's own): windows end disabled, attached
@@ -128,9 +178,7 @@ void arm_cupti_detach() {
 void detach_cupti() {
   std::lock_guard<std::mutex> lock(g_mu);
   if (g_pending.load(std::memory_order_relaxed) || g_subscriber == nullptr) return;  // not armed: stays attached
-  g_inside.store(0, std::memory_order_relaxed);
-  g_epoch.fetch_add(1, std::memory_order_acq_rel);
-  g_requested_ns.store(now_ns(), std::memory_order_relaxed);
+  if (g_graphs_seen.load(std::memory_order_acquire)) return;                          // CUDA graphs: stays attached
   g_pending.store(true, std::memory_order_release);
 }
 
@@ -140,18 +188,27 @@ void cancel_cupti_detach() {
 }
 
 bool drive_cupti_detach(const std::atomic<bool>& give_up, std::int64_t max_ns) {
-  // The driver's own entry point, found in the process (the driver loaded this library): no link to it.
-  using GetVersion = int (*)(int*);
-  static const auto version = reinterpret_cast<GetVersion>(::dlsym(RTLD_DEFAULT, "cuDriverGetVersion"));
+  // A context query of the driver's, found in the process (the driver loaded this library): no link to
+  // it. (With cuDriverGetVersion, used before 2026-12-07, the polling alone never made a finalize in 2.3 s
+  // on example 2 — its calls reach no callback, or a program thread was inside a call at every one of
+  // its exits; not told apart — while a program call's exit made one at once when allowed.)
+  using GetCurrent = int (*)(void**);
+  static const auto current = reinterpret_cast<GetCurrent>(::dlsym(RTLD_DEFAULT, "cuCtxGetCurrent"));
   const std::int64_t until = now_ns() + max_ns;
+  t_driver = true;
   while (g_pending.load(std::memory_order_acquire) && !give_up.load(std::memory_order_relaxed) && now_ns() < until) {
-    int v = 0;
-    if (version != nullptr) (void)version(&v);  // its exit on this thread may finalize (on_api)
+    void* context = nullptr;
+    if (current != nullptr) (void)current(&context);  // its exit on this thread may finalize (on_api)
     timespec ts{0, 1'000'000};
     nanosleep(&ts, nullptr);
   }
+  t_driver = false;
   return !g_pending.load(std::memory_order_acquire);
 }
+
+void set_finalize_observer(FinalizeObserver observer) { g_observer.store(observer, std::memory_order_release); }
+
+bool cuda_graphs_seen() { return g_graphs_seen.load(std::memory_order_acquire); }
 
 long cupti_detaches() { return g_detaches.load(std::memory_order_relaxed); }
 

@@ -32,6 +32,7 @@
 #include "stalldx/cuda.h"
 #include "stalldx/profiler.h"
 #include "stalldx/record/part_format.h"
+#include "stalldx/record/sampling.h"
 #include "stalldx/roles.h"
 #include "stalldx/trace_io.h"
 
@@ -66,11 +67,17 @@ stalldx::SessionOptions session_options() {
   return o;
 }
 
+// `record --sample` (unless --no-cupti-detach): finalize CUPTI between windows (CUPTI's dynamic detach)
+// instead of only turning its records off. See kCuptiDetachEnv.
+bool g_finalize_between_windows = false;
+
 // Stops `s`, writes its records to `suffix` and deletes it.
 void write_and_delete(stalldx::Session* s, const std::string& suffix) {
   s->stop();
   stalldx::Trace& t = s->mutable_trace();
   t.meta.device = "CUDA (the recorded program's)";
+  if (g_finalize_between_windows && stalldx::cuda::cuda_graphs_seen())
+    t.meta.config[stalldx::record::kCuptiKeptKey] = "it uses CUDA graphs, which a finalize between windows breaks";
   (void)stalldx::write_trace_file(t, part_path(suffix));
   delete s;
 }
@@ -91,9 +98,6 @@ struct Windows {
   std::atomic<bool> stop_driving{false};  // a window edge or the exit: the closer stops driving a detach
 };
 Windows g_w;
-// `record --sample` (unless --no-cupti-detach): finalize CUPTI between windows (CUPTI's dynamic detach)
-// instead of only turning its records off. See kCuptiDetachEnv.
-bool g_finalize_between_windows = false;
 // How long the closer drives one finalize before leaving it to the program's calls' exits.
 constexpr std::int64_t kDriveDetachNs = 3'000'000'000;
 
@@ -215,6 +219,7 @@ bool on_window(WindowAction action, std::int64_t window, bool may_refuse) {
     if (may_refuse && !closed_now && (!g_w.closing.empty() || g_w.closer_busy)) return false;
     g_w.wake.wait(lock, [] { return g_w.closing.empty() && !g_w.closer_busy; });
     if (g_w.open == nullptr) {
+      RecorderWork work("stalldx recorder: window attached", window);  // on the program's thread, at its boundary
       g_w.open = start_session_locked();
       g_w.open_window = window;
       if (g_w.first_window < 0 && g_w.open != nullptr) g_w.first_window = window;
@@ -224,6 +229,16 @@ bool on_window(WindowAction action, std::int64_t window, bool may_refuse) {
     g_w.open = nullptr;
   }
   return true;
+}
+
+// A finalize, as a range of the thread that made it: the closer's, or a program thread's call exit (its
+// step paid for it).
+void on_finalize(std::int64_t begin_ns, std::int64_t end_ns, bool by_driver) {
+  static const std::uint32_t domain = stalldx::inject::domain_id(stalldx::record::kStalldxDomain);
+  static const std::uint32_t by_us = stalldx::inject::name_id("stalldx recorder: CUPTI finalized");
+  static const std::uint32_t by_program = stalldx::inject::name_id("stalldx recorder: CUPTI finalized at a program call's exit");
+  stalldx::inject::complete(by_driver ? by_us : by_program, domain, static_cast<std::uint32_t>(stalldx::Role::user) + 1, -1, begin_ns,
+                            end_ns, -1, -1);
 }
 
 std::thread* g_closer = nullptr;  // leaked: joined at exit, never destroyed (exit-time destructors)
@@ -286,6 +301,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
     if (g_w.open != nullptr) g_w.first_window = window;
   }
   if (stalldx::inject::sampling()) {
+    if (g_finalize_between_windows) stalldx::cuda::set_finalize_observer(&on_finalize);
     g_closer = new std::thread(&closer_loop);
     start_ticker();
   }

@@ -17,6 +17,16 @@ TEST(CudaApi, LaunchesInEverySpelling) {
     EXPECT_EQ(api_kind(n), ApiKind::other) << n;
 }
 
+TEST(CudaApi, CallsThatMeanTheProgramUsesCudaGraphs) {
+  for (const char* n : {"cudaStreamBeginCapture_v10000", "cuStreamBeginCapture_v2", "cudaStreamBeginCaptureToGraph_v12030", "cudaGraphInstantiate",
+                        "cudaGraphInstantiateWithFlags_v11040", "cuGraphInstantiateWithParams", "cudaGraphLaunch", "cuGraphLaunch_ptsz",
+                        "cudaGraphUpload", "cuGraphExecUpdate_v2", "cudaGraphExecKernelNodeSetParams"})
+    EXPECT_TRUE(uses_cuda_graphs(n)) << n;
+  for (const char* n : {"cudaGraphCreate", "cuGraphAddKernelNode", "cudaLaunchKernel", "cudaStreamSynchronize", "cudaStreamIsCapturing",
+                        "ncclGraphLaunch", "cudaGetDevice"})
+    EXPECT_FALSE(uses_cuda_graphs(n)) << n;
+}
+
 TEST(CudaApi, WaitsForTheDevice) {
   for (const char* n : {"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cuStreamSynchronize",
                         "cuCtxSynchronize", "cudaStreamSynchronize_ptsz", "cudaEventQuery", "cuEventQuery"})

@@ -19,6 +19,7 @@
 #include "spawned.h"
 #include "stalldx/rank_paths.h"
 #include "stalldx/record/merge.h"
+#include "stalldx/record/sampling.h"
 #include "stalldx/trace_io.h"
 #include "test_support.h"
 
@@ -171,6 +172,30 @@ TEST(RecordProcessControl, MergeRemovesOnlyThePartsAndRefusesAFolderOfNone) {
 }
 
 // Before: the recorded program died of SIGBUS in the injection library and record said only "write failed", exit 1.
+// A process whose CUPTI the recorder kept attached between windows (it uses CUDA graphs) says so in its
+// window part; the merged trace carries it, with the pid, and the summary says it.
+TEST(RecordProcessControl, AWindowPartThatKeptCuptiAttachedIsSaidInTheTraceAndTheSummary) {
+  const std::string dir = stalldx::testing::temp_dir("rec-merge-kept");
+  const std::string parts = kept_parts(dir, "1");
+  ASSERT_FALSE(parts.empty());
+  std::string pid;
+  for (const auto& e : fs::directory_iterator(parts))
+    if (const std::string n = e.path().filename().string(); n.ends_with(".proc")) pid = n.substr(0, n.size() - 5);
+  ASSERT_FALSE(pid.empty());
+  Trace window;
+  window.meta.device = "CUDA (the recorded program's)";
+  window.meta.config[kCuptiKeptKey] = "it uses CUDA graphs, which a finalize between windows breaks";
+  ASSERT_TRUE(write_trace_file(window, parts + "/" + pid + ".cuda.w0.json").is_ok());
+  const auto merged = run_command({STALLDX_BINARY, "record", "--merge", parts, "--trace", dir + "/merged.json"});
+  ASSERT_EQ(merged.rc, 0) << merged.log;
+  EXPECT_NE(merged.log.find("CUPTI kept attached between windows, its records off (pid " + pid + ": it uses CUDA graphs"), std::string::npos)
+      << merged.log;
+  Trace t;
+  ASSERT_TRUE(read_trace_file(dir + "/merged.json", t).is_ok());
+  ASSERT_EQ(t.meta.config.count(kCuptiKeptKey), 1u);
+  EXPECT_EQ(t.meta.config[kCuptiKeptKey], "pid " + pid + ": it uses CUDA graphs, which a finalize between windows breaks");
+}
+
 TEST(RecordProcessControl, AFullDiskNeverKillsTheCommandAndItsStatusIsPassedOn) {
   const std::string dir = stalldx::testing::temp_dir("rec-full");
   if (mount("tmpfs", dir.c_str(), "tmpfs", 0, "size=512k") != 0) GTEST_SKIP() << "cannot mount a small tmpfs here (needs root): " << std::strerror(errno);

@@ -1,12 +1,14 @@
-// `record --sample` on a device (ctest label gpu; skipped, with the reason, where there is none): 120
-// attach/detach cycles in one process leak neither host nor device memory, every window's kernels are
-// linked to their calls, and a CUDA graph captured before the first detach is recorded when replayed in
-// later windows.
+// `record --sample` on a device (ctest label gpu; skipped, with the reason, where there is none): 105
+// attach/detach cycles in one process leak neither host nor device memory and every window's kernels are
+// linked to their calls; CUPTI is really finalized between them; a program that uses a CUDA graph
+// (captured before its first step, replayed every step) keeps CUPTI attached instead — a graph replayed
+// after a finalize failed — and its graph's kernels are recorded in every later window.
 #include <gtest/gtest.h>
 #include <cuda_runtime.h>
 
 #include <map>
 #include <sstream>
+#include <string_view>
 
 #include "recorded.h"
 #include "stalldx/record/part_format.h"
@@ -16,10 +18,15 @@
 namespace stalldx::record {
 namespace {
 
-class RecordSampleGpu : public ::testing::TestWithParam<const char*> {};
+struct Case {
+  const char* record_flags;  // "" (finalized between windows) or "--no-cupti-detach" (records off)
+  bool graph;                // the program captures and replays a CUDA graph
+};
+void PrintTo(const Case& c, std::ostream* os) { *os << "record " << (*c.record_flags ? c.record_flags : "(finalized)") << (c.graph ? ", with a graph" : ""); }
+class RecordSampleGpu : public ::testing::TestWithParam<Case> {};
 
-// Both ways of leaving CUPTI between windows: finalized (the default), and records off (--no-cupti-detach).
 TEST_P(RecordSampleGpu, HundredAttachDetachCyclesLeakNothingAndLinkEveryKernel) {
+  const Case c = GetParam();
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) GTEST_SKIP() << "no CUDA device";
   Recorded r;
@@ -28,9 +35,11 @@ TEST_P(RecordSampleGpu, HundredAttachDetachCyclesLeakNothingAndLinkEveryKernel) 
   // The programs: where this build put them, or (a bundle run on another host) where the environment says.
   const char* stalldx = std::getenv("STALLDX_BINARY");
   const char* program = std::getenv("CUDA_WINDOWS");
-  const std::string cmd = fmt::format("{} record --sample 1/2 {} --live 0 --trace {} -- {} --steps 242 --every 20 > {}/log.txt 2>&1",
-                                      stalldx && *stalldx ? stalldx : STALLDX_BINARY, GetParam(), r.trace_path,
-                                      program && *program ? program : CUDA_WINDOWS, r.dir);
+  // Windows of 1 step in 4 (and its tail step), steps of 30 ms polling the stream: 105 windows, each
+  // followed by calls whose exits finalize CUPTI before the next one readies it again.
+  const std::string cmd = fmt::format("{} record --sample 1/4 {} --live 0 --trace {} -- {} --steps 420 --step-ms 30 --every 20{} > {}/log.txt 2>&1",
+                                      stalldx && *stalldx ? stalldx : STALLDX_BINARY, c.record_flags, r.trace_path,
+                                      program && *program ? program : CUDA_WINDOWS, c.graph ? "" : " --no-graph", r.dir);
   const int status = std::system(cmd.c_str());
   r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   r.log = stalldx::testing::read_file(r.dir + "/log.txt");
@@ -53,7 +62,7 @@ TEST_P(RecordSampleGpu, HundredAttachDetachCyclesLeakNothingAndLinkEveryKernel) 
   ASSERT_TRUE(read_trace_file(r.trace_path, t).is_ok()) << r.log;
   const auto windows = device_windows(t.meta);
   ASSERT_TRUE(windows);
-  // 121 windows opened; the trace keeps the first and the newest (kMaxWindowFiles in all), the rest counted.
+  // 105 windows opened; the trace keeps the first and the newest (kMaxWindowFiles in all), the rest counted.
   const auto dropped = t.meta.config.count("device_windows_without_records") ? std::stoul(t.meta.config["device_windows_without_records"]) : 0ul;
   EXPECT_GE(windows->size() + dropped, 100u) << r.log;
   EXPECT_EQ(windows->size(), static_cast<std::size_t>(kMaxWindowFiles)) << r.log;
@@ -70,11 +79,24 @@ TEST_P(RecordSampleGpu, HundredAttachDetachCyclesLeakNothingAndLinkEveryKernel) 
   EXPECT_EQ(unlinked, 0);
   EXPECT_EQ(t.meta.unmatched_device, 0u);
   int graph_steps = 0;
-  for (const auto& [step, k] : kernels_by_step) graph_steps += step >= 200 && k == 7;  // 4 launched + 3 replayed
-  EXPECT_GE(graph_steps, 15) << "the graph's kernels are recorded after many detaches";
+  for (const auto& [step, k] : kernels_by_step) graph_steps += step >= 200 && k == (c.graph ? 7 : 4);  // 4 launched (+ 3 replayed)
+  EXPECT_GE(graph_steps, 15) << "every kernel of the late windows' steps is recorded";
+  // CUPTI really finalized between the windows (each finalize is a range of the thread that made it);
+  // records off, or a program that uses CUDA graphs, never — the latter said in the trace and the summary.
+  int finalizes = 0;
+  for (const HostRange& h : t.ranges) finalizes += t.name(h.name).starts_with("stalldx recorder: CUPTI finalized");
+  const bool finalizing = std::string_view(c.record_flags).empty();
+  if (finalizing && !c.graph) EXPECT_GE(finalizes, 100) << r.log;
+  else EXPECT_EQ(finalizes, 0) << r.log;
+  EXPECT_EQ(t.meta.config.count(kCuptiKeptKey), finalizing && c.graph ? 1u : 0u);
+  if (finalizing && c.graph) EXPECT_NE(r.log.find("CUPTI kept attached between windows"), std::string::npos) << r.log;
 }
 
-INSTANTIATE_TEST_SUITE_P(Detach, RecordSampleGpu, ::testing::Values("", "--no-cupti-detach"));
+INSTANTIATE_TEST_SUITE_P(Detach, RecordSampleGpu,
+                         ::testing::Values(Case{"", false}, Case{"", true}, Case{"--no-cupti-detach", true}),
+                         [](const ::testing::TestParamInfo<Case>& i) {
+                           return std::string(*i.param.record_flags ? "RecordsOff" : "Finalized") + (i.param.graph ? "WithGraph" : "NoGraph");
+                         });
 
 }  // namespace
 }  // namespace stalldx::record

@@ -36,6 +36,12 @@ bool contains_one_of(std::string_view s, std::initializer_list<std::string_view>
 }
 }  // namespace
 
+bool uses_cuda_graphs(std::string_view name) {
+  if (!name.starts_with("cu") && !name.starts_with("__cu")) return false;
+  const std::string_view s = stem(name);
+  return s.starts_with("StreamBeginCapture") || (s.starts_with("Graph") && contains_one_of(s, {"Instantiate", "Launch", "Upload", "Exec"}));
+}
+
 ApiKind api_kind(std::string_view name) {
   if (!name.starts_with("cu") && !name.starts_with("__cu")) return ApiKind::other;  // NCCL, framework ops
   const std::string_view s = stem(name);

@@ -163,6 +163,8 @@ class PartMerger {
     out_.meta.cupti = out_.meta.cupti || part.meta.cupti;
     if (part.meta.device != "none") out_.meta.device = part.meta.device;
     out_.meta.dropped_device += part.meta.dropped_device;
+    if (auto kept = part.meta.config.find(kCuptiKeptKey); kept != part.meta.config.end())
+      out_.meta.config[kCuptiKeptKey] = fmt::format("pid {}: {}", pid, kept->second);
     std::vector<std::uint32_t> lane_map(part.threads.size());
     for (std::size_t i = 0; i < part.threads.size(); ++i) {
       const ThreadInfo& th = part.threads[i];

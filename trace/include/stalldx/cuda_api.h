@@ -28,6 +28,11 @@ enum class ApiKind : std::uint8_t {
 
 ApiKind api_kind(std::string_view name);
 
+// A call that captures a CUDA graph or instantiates, updates, uploads or launches an executable one
+// (cudaStreamBeginCapture, cudaGraphInstantiate, cuGraphLaunch, cudaGraphExecUpdate, ...): the program
+// uses CUDA graphs. Building a graph node by node alone is not one.
+bool uses_cuda_graphs(std::string_view name);
+
 // A call that puts work on the device, waits for it or allocates: every kind but state_query and other.
 constexpr bool is_work(ApiKind k) { return k != ApiKind::state_query && k != ApiKind::other; }
 

@@ -30,15 +30,23 @@ void arm_cupti_detach();
 // flag: nothing happens unless arm_cupti_detach() ran since the last finalize.
 void detach_cupti();
 // Has the calling thread (one of ours, not the program's) make the finalize of a detach requested:
-// cheap CUDA calls (the driver's version), whose exits are quiet moments when no program thread is inside
-// a call, every millisecond until the detach is done or called off, `give_up` is set or `max_ns` passed;
-// then any program call's exit may still finalize. True when no detach is pending on return.
+// cheap CUDA calls (a context query), whose exits are quiet moments when no program thread is inside a
+// call, every millisecond until the detach is done or called off, `give_up` is set or `max_ns` passed.
+// A program call's quiet exit may finalize meanwhile too. True when no detach is pending on return.
 bool drive_cupti_detach(const std::atomic<bool>& give_up, std::int64_t max_ns);
 // CUPTI made ready for the next session, off the program's threads: a detach not yet done is called off,
 // or, finalized, CUPTI is initialized again and its activity callbacks registered (records stay off), so
 // that the next start, at a step boundary on a program thread, only turns records on. The caller
 // serializes it with sessions' start and stop.
 void prepare_cupti();
+// Called on the thread that made a finalize, right after it (CLOCK_MONOTONIC ns; `by_driver`: the thread
+// driving it, else a program thread's call exit). Inside a CUPTI callback: no CUDA call, no wait.
+using FinalizeObserver = void (*)(std::int64_t begin_ns, std::int64_t end_ns, bool by_driver);
+void set_finalize_observer(FinalizeObserver observer);
+// Whether the program was seen using CUDA graphs (capturing, instantiating or launching one) while a
+// detach was armed: from then on detach_cupti() does nothing (a graph replayed after a finalize failed),
+// so CUPTI stays attached between windows with its records off.
+bool cuda_graphs_seen();
 // Detaches finished so far in this process (requests honoured).
 long cupti_detaches();
 // One line on `fd` about the detaches (how many, the last finalize's thread and time); async-signal-

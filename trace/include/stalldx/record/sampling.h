@@ -111,6 +111,9 @@ std::string plan_mark(const SamplePlan& plan);
 // absent: device records cover the whole recording.
 inline constexpr const char* kSamplePlanKey = "device_sampling";
 inline constexpr const char* kWindowsKey = "device_windows";
+// Present when a process's CUPTI was not finalized between windows although asked to (kept attached,
+// its records off): why, in words (CUDA graphs in use). A window part carries it; the merge keeps it.
+inline constexpr const char* kCuptiKeptKey = "cupti_kept_attached";
 void set_device_windows(TraceMeta& meta, const SamplePlan& plan, const std::vector<DeviceWindow>& windows);
 // The windows of a sampled trace, sorted by begin; nullopt when the trace was not sampled (every step
 // had device records). Malformed entries are skipped and counted in `bad`.
