@@ -86,10 +86,15 @@ TEST_P(RecordSampleGpu, HundredAttachDetachCyclesLeakNothingAndLinkEveryKernel) 
   int finalizes = 0;
   for (const HostRange& h : t.ranges) finalizes += t.name(h.name).starts_with("stalldx recorder: CUPTI finalized");
   const bool finalizing = std::string_view(c.record_flags).empty();
-  if (finalizing && !c.graph) EXPECT_GE(finalizes, 100) << r.log;
-  else EXPECT_EQ(finalizes, 0) << r.log;
+  if (finalizing && !c.graph) {
+    EXPECT_GE(finalizes, 100) << r.log;
+  } else {
+    EXPECT_EQ(finalizes, 0) << r.log;
+  }
   EXPECT_EQ(t.meta.config.count(kCuptiKeptKey), finalizing && c.graph ? 1u : 0u);
-  if (finalizing && c.graph) EXPECT_NE(r.log.find("CUPTI kept attached between windows"), std::string::npos) << r.log;
+  if (finalizing && c.graph) {
+    EXPECT_NE(r.log.find("CUPTI kept attached between windows"), std::string::npos) << r.log;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Detach, RecordSampleGpu,
