@@ -40,3 +40,26 @@ TEST(CuptiSelection, EveryCallbackNameHasOneReading) {
   for (const char* n : {"cudaLaunchKernel_v7000", "cuLaunchKernel", "cudaStreamSynchronize_v3020", "cudaMemcpyAsync_v3020", "cuMemHostUnregister"})
     EXPECT_TRUE(stalldx::cuda::work_call(n)) << n;
 }
+
+// The callback ids that mean a program uses CUDA graphs (record --sample then never finalizes CUPTI in
+// it): found among CUPTI's own names, versioned as CUPTI spells them, and only those.
+TEST(CuptiSelection, GraphCallsAreFoundByTheirCallbackIds) {
+  const auto runtime = stalldx::cuda::graph_call_ids(CUPTI_CB_DOMAIN_RUNTIME_API);
+  const auto driver = stalldx::cuda::graph_call_ids(CUPTI_CB_DOMAIN_DRIVER_API);
+  for (CUpti_CallbackId id : {CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v10000,
+                              CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000, CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithFlags_v11040,
+                              CUPTI_RUNTIME_TRACE_CBID_cudaGraphUpload_v10000})
+    EXPECT_EQ(runtime.at(id), 1) << id;
+  for (CUpti_CallbackId id : {CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags,
+                              CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2, CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2})
+    EXPECT_EQ(driver.at(id), 1) << id;
+  for (CUpti_CallbackId id : {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaGraphCreate_v10000,
+                              CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020})
+    EXPECT_EQ(runtime.at(id), 0) << id;
+  EXPECT_EQ(driver.at(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel), 0);
+  std::size_t marked = 0;
+  for (auto v : runtime) marked += v;
+  for (auto v : driver) marked += v;
+  EXPECT_GT(marked, 20u);
+  EXPECT_LT(marked, 200u);
+}

@@ -39,4 +39,15 @@ bool work_call(std::string_view name) { return is_work(api_kind(name)); }
 
 std::size_t record_work_calls(CUpti_CallbackDomain domain, bool on) { return set_records(domain, &work_call, on); }
 
+std::vector<std::uint8_t> graph_call_ids(CUpti_CallbackDomain domain) {
+  const CUpti_CallbackId end = domain == CUPTI_CB_DOMAIN_DRIVER_API ? static_cast<CUpti_CallbackId>(CUPTI_DRIVER_TRACE_CBID_SIZE)
+                                                                    : static_cast<CUpti_CallbackId>(CUPTI_RUNTIME_TRACE_CBID_SIZE);
+  std::vector<std::uint8_t> ids(end, 0);
+  for (CUpti_CallbackId id = 1; id < end; ++id) {
+    const char* name = nullptr;
+    if (cuptiGetCallbackName(domain, id, &name) == CUPTI_SUCCESS && name != nullptr) ids[id] = uses_cuda_graphs(name) ? 1 : 0;
+  }
+  return ids;
+}
+
 }  // namespace stalldx::cuda

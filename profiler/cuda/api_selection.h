@@ -6,7 +6,9 @@
 #include <cupti.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
+#include <vector>
 
 namespace stalldx::cuda {
 
@@ -22,5 +24,8 @@ bool work_call(std::string_view name);
 // Turns activity records for one domain's work calls on (or back off) one by one, its activity kind
 // left off: the other calls then pass without CUPTI's record keeping. Returns how many ids it set.
 std::size_t record_work_calls(CUpti_CallbackDomain domain, bool on = true);
+// For one API domain, indexed by callback id: 1 where the call means the program uses CUDA graphs
+// (stalldx::uses_cuda_graphs of CUPTI's name for it), else 0. Read from CUPTI's names (no device needed).
+std::vector<std::uint8_t> graph_call_ids(CUpti_CallbackDomain domain);
 
 }  // namespace stalldx::cuda

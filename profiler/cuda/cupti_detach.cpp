@@ -33,9 +33,9 @@
 #include <mutex>
 #include <vector>
 
+#include "api_selection.h"
 #include "collectors.h"
 #include "stalldx/cuda.h"
-#include "stalldx/cuda_api.h"
 
 namespace stalldx::cuda {
 
@@ -75,15 +75,8 @@ std::vector<std::uint8_t> g_graph_ids[2];
 
 void read_graph_ids() {
   if (!g_graph_ids[0].empty()) return;
-  const CUpti_CallbackDomain domains[2] = {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API};
-  const CUpti_CallbackId sizes[2] = {static_cast<CUpti_CallbackId>(CUPTI_RUNTIME_TRACE_CBID_SIZE), static_cast<CUpti_CallbackId>(CUPTI_DRIVER_TRACE_CBID_SIZE)};
-  for (int d = 0; d < 2; ++d) {
-    g_graph_ids[d].assign(sizes[d], 0);
-    for (CUpti_CallbackId id = 1; id < sizes[d]; ++id) {
-      const char* name = nullptr;
-      if (cuptiGetCallbackName(domains[d], id, &name) == CUPTI_SUCCESS && name != nullptr) g_graph_ids[d][id] = uses_cuda_graphs(name) ? 1 : 0;
-    }
-  }
+  g_graph_ids[0] = graph_call_ids(CUPTI_CB_DOMAIN_RUNTIME_API);
+  g_graph_ids[1] = graph_call_ids(CUPTI_CB_DOMAIN_DRIVER_API);
 }
 
 bool is_graph_call(CUpti_CallbackDomain domain, CUpti_CallbackId id) {
