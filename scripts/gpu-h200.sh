@@ -197,6 +197,7 @@ sampling)
     n=$(rate stalldx run $seed --steps 100 --no-profile); r=$(rate stalldx record --sample 5/100 --trace /tmp/seed-sample.json -- stalldx run $seed --steps 100 --nvtx-only)
     echo "seed round $i native $n sampled $r"
   done >> "$OUT/sample-overhead.txt" 2>&1
+  python3 scripts/step_times.py /tmp/sample.json >> "$OUT/sample-overhead.txt" 2>&1  # the last sampled run: what each window cost, and where
   { stalldx diagnose /tmp/sample.json | head -12; stalldx diagnose /tmp/sample.json | grep -E "carried|host records" | head -5; tail -3 /tmp/live.jsonl
     ls -la /tmp/sample.json /tmp/full.json /tmp/seed-sample.json; } > "$OUT/sample-report.txt" 2>&1
   ;;
