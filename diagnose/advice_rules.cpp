@@ -140,8 +140,13 @@ void advise_decoding(const AdviceInputs& in) {
       std::string others = in.competition();
       if (in.ours && in.cores > 0 && in.cfg.workers + 1 > in.cores)
         others += fmt::format("{}{} workers + the consumer on {} cores", others.empty() ? "" : "; ", in.cfg.workers, in.cores);
-      why += fmt::format(" — more workers would make it worse: give the pipeline the CPU it is denied ({})",
-                         others.empty() ? "find what else runs on the host" : others);
+      if (others.empty() && !in.ours && in.ix.decoders_fill_cores())  // the program's own threads take the cores, nothing else
+        why += fmt::format(" — more workers would make it worse: its {} decoding thread{} + the loop already fill the {} usable cores; make "
+                           "each sample cheaper or give the job more cores",
+                           in.ix.decode_threads, in.ix.decode_threads == 1 ? "" : "s", in.ix.cores);
+      else
+        why += fmt::format(" — more workers would make it worse: give the pipeline the CPU it is denied ({})",
+                           others.empty() ? "find what else runs on the host" : others);
     } else {
       why = fmt::format("{} workers + the consumer already fill the {} usable cores — more workers cannot run; cheaper decode is what helps",
                         in.cfg.workers, in.cores);

@@ -95,6 +95,31 @@ TEST(Verdicts, DecodingByMakersWithoutRecordsOrOnAStarvedLoopAsksNoMoreWorkers) 
   EXPECT_TRUE(worse);
 }
 
+// Producers starved of CPU on a host the program's own threads fill (3 DataLoader workers and the loop on
+// 2 cores, no other load): the advice names them, not "find what else runs on the host" (held-out loop with
+// gradient accumulation and a validation loader, here, 2026-12-07).
+TEST(Verdicts, StarvedProducersThatFillTheCoresThemselvesAreNamed) {
+  Builder b;
+  b.t.threads = {{0, 100, "consumer"}, {1, 101, "worker 1"}, {2, 102, "worker 2"}, {3, 103, "worker 3"}};
+  double t = 0;
+  for (int k = 0; k < 12; ++k) {
+    b.range(Role::step, "step", t, t + 30.2, k, k, 0, 14);
+    b.range(Role::wait_batch, "wait", t, t + 15, k, k, 0, 0.1);
+    b.range(Role::decode, "decode + transform", t - 10, t + 15, -1, k, 1 + k % 3, 12, 13);  // runnable about half its wall time
+    b.range(Role::submit, "submit", t + 15, t + 15.2, k, k);
+    b.launch("cudaLaunchKernel", t + 15, t + 15.1, ActivityKind::kernel, "step_kernel", t + 15.1, t + 30.1, k);
+    t += 30.2;
+  }
+  b.t.meta.host_facts.cpus = b.t.meta.host_facts.usable_cpus = 2;
+  const Report r = diagnose(b.t);
+  ASSERT_EQ(count(r, Verdict::decoding), 12);
+  std::string text;
+  for (const Advised& a : r.summary.advice)
+    if (a.kind == Advice::oversubscribed) text = a.text;
+  EXPECT_NE(text.find("its 3 decoding threads + the loop already fill the 2 usable cores"), std::string::npos) << text;
+  EXPECT_EQ(text.find("find what else runs"), std::string::npos) << text;
+}
+
 TEST(Verdicts, SubmissionFromPageableCopies) {
   Builder b;
   double t = 0;
