@@ -64,6 +64,23 @@ void advise_worker_restarts(const AdviceInputs& in, const IteratorRestarts& r) {
                      100 * r.epoch_start_ms() / (r.window_ms + r.new_iterator_gap_ms)));
 }
 
+void advise_evaluation_in_steps(const AdviceInputs& in, const EvaluationPasses& e) {
+  if (!e.costly(kEvaluationShare)) return;
+  std::string parts;
+  if (e.wait_ms > 0) parts = fmt::format("{:.0f} ms of it waiting for the evaluation DataLoader's batches", e.wait_ms);
+  if (e.worker_starts > 0)
+    parts += fmt::format("{}{:.0f} ms starting its worker processes ({} time{})", parts.empty() ? "" : ", ", e.worker_start_ms,
+                         e.worker_starts, e.worker_starts == 1 ? "" : "s");
+  in.say(Advice::evaluation_in_steps,
+         fmt::format("evaluation inside {} training step{}: {} iterations without a backward pass took {:.0f} ms, {:.0f}% of steady time{}{} — "
+                     "{}those steps' waits on it are the evaluation's input, not the training's: evaluate less often or on fewer batches "
+                     "if that is too much",
+                     e.steps.size(), e.steps.size() == 1 ? "" : "s", e.iterations, e.ms, 100 * e.ms / e.window_ms, parts.empty() ? "" : "; ",
+                     parts,
+                     e.worker_starts > 1 ? "persistent_workers=True on the evaluation DataLoader keeps its workers from one pass to the next; "
+                                         : ""));
+}
+
 void advise_input_shape(const AdviceInputs& in) {
   const UnevenInput uneven = find_uneven_input(in.ix, in.rep, in.startup.count);
   if (uneven.found) {

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "evaluation_passes.h"
 #include "iterator_restarts.h"
 #include "startup_steps.h"
 #include "trace_index.h"
@@ -45,6 +46,10 @@ void advise_iterator_per_step(const AdviceInputs& in, const IteratorRestarts& re
 // steady window or more: persistent workers. Never for a persistent iterator (its passes are restarts).
 inline constexpr double kWorkerRestartShare = 0.1;
 void advise_worker_restarts(const AdviceInputs& in, const IteratorRestarts& restarts);
+// Evaluation passes inside training steps that take kEvaluationShare of the steady window or more: how
+// much of it waited for their loaders or started their workers, and what keeps those (persistent workers).
+inline constexpr double kEvaluationShare = 0.05;
+void advise_evaluation_in_steps(const AdviceInputs& in, const EvaluationPasses& passes);
 // Input that arrives unevenly (spikes, bursts) or keeps up.
 void advise_input_shape(const AdviceInputs& in);
 void advise_retrieval(const AdviceInputs& in);

@@ -125,6 +125,9 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
   const IteratorRestarts restarts = find_iterator_restarts(ix, rep, startup.count);
   advise_iterator_per_step(in, restarts);
   advise_worker_restarts(in, restarts);
+  const EvaluationPasses evaluation = find_evaluation_passes(t, ix, rep, startup.count);
+  advise_evaluation_in_steps(in, evaluation);
+  const bool evaluation_costly = evaluation.costly(kEvaluationShare);
   // The steps behind those findings ask what the run's finding says, not what their decode's CPU ratio would.
   const bool per_step = restarts.found(), per_epoch = restarts.costly_epoch_starts(kWorkerRestartShare);
   for (StepDiagnosis& s : rep.steps) {
@@ -135,6 +138,9 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
       s.next_question = fmt::format("this step {} and waited for its first batch: make the iterator once (it = iter(loader) "
                                     "before the loop, next(it) in it)",
                                     restarts.persistent() ? "restarted the DataLoader's iterator" : "started a new DataLoader iterator (its workers)");
+    else if (evaluation_costly && evaluation.steps.count(s.step) > 0)
+      s.next_question = "this step ran an evaluation pass (a DataLoader iterated without a backward pass) and waited on its loader: is "
+                        "that pass part of what you want to time, and does its DataLoader keep its workers (persistent_workers=True)?";
     else if (per_epoch && restarts.new_iterator_steps.count(s.step) > 0)
       s.next_question = "this step began an epoch's new DataLoader iterator (its worker processes started anew) and waited for its first "
                         "batch: persistent_workers=True keeps the workers from one epoch to the next";

@@ -84,6 +84,7 @@ const char* advice_name(Advice a) {
     case Advice::name_steps: return "name_steps";
     case Advice::iterator_per_step: return "iterator_per_step";
     case Advice::worker_restarts: return "worker_restarts";
+    case Advice::evaluation_in_steps: return "evaluation_in_steps";
     case Advice::add_ranges: return "add_ranges";
     case Advice::split_wait: return "split_wait";
     case Advice::low_confidence: return "low_confidence";

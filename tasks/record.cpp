@@ -77,6 +77,7 @@ void add_python_hook_env(const RecordOptions& o, ChildOptions& co) {
   co.env.push_back({"STALLDX_PY_EVAL_ITERATION_NAME", record::kPythonEvalIterationName});
   co.env.push_back({"STALLDX_PY_PREFETCH_ITERATION_NAME", record::kPythonPrefetchIterationName});
   co.env.push_back({"STALLDX_PY_WORKER_START_NAME", record::kPythonWorkerStartName});
+  co.env.push_back({"STALLDX_PY_ITERATOR_START_NAME", record::kPythonIteratorStartName});
 }
 }  // namespace
 

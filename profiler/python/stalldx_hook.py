@@ -292,7 +292,8 @@ def _after_fork_in_child():
 
 def arm():
     """Loads the injection library and waits for torch (patched once its import has finished). Called once, by the shim."""
-    global _lib, _clock_buf, _STEP_NAME, _BACKWARD_STEP_NAME, _EVAL_ITERATION_NAME, _PREFETCH_ITERATION_NAME, _WORKER_START_NAME
+    global _lib, _clock_buf, _STEP_NAME, _BACKWARD_STEP_NAME, _EVAL_ITERATION_NAME, _PREFETCH_ITERATION_NAME, _WORKER_START_NAME, \
+        _ITERATOR_START_NAME
     if _lib is not None:
         return
     path = os.environ.get("STALLDX_PY_INJECT")
@@ -322,6 +323,7 @@ def arm():
     _EVAL_ITERATION_NAME = os.environ.get("STALLDX_PY_EVAL_ITERATION_NAME", _EVAL_ITERATION_NAME)
     _PREFETCH_ITERATION_NAME = os.environ.get("STALLDX_PY_PREFETCH_ITERATION_NAME", _PREFETCH_ITERATION_NAME)
     _WORKER_START_NAME = os.environ.get("STALLDX_PY_WORKER_START_NAME", _WORKER_START_NAME)
+    _ITERATOR_START_NAME = os.environ.get("STALLDX_PY_ITERATOR_START_NAME", _ITERATOR_START_NAME)
     _clock_buf = ctypes.c_int64 * 3
     _lib = lib
     _orig["open"] = builtins.open

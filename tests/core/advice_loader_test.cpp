@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "advice_support.h"
+#include "stalldx/record/part_format.h"
 
 namespace stalldx::diagnose {
 namespace {
@@ -70,6 +71,50 @@ TEST(Advice, CostlyWorkerStartUpEachEpochAsksForPersistentWorkers) {
   EXPECT_FALSE(has(costly, Advice::iterator_per_step)) << all(costly);
   EXPECT_FALSE(has(cheap, Advice::worker_restarts)) << all(cheap);
   EXPECT_FALSE(has(kept, Advice::worker_restarts)) << all(kept);
+}
+
+// A training loop that runs a validation pass (another DataLoader, iterated without a backward pass, the
+// hook's evaluation iterations) inside steps 4 and 8, its loader starting its worker processes each time:
+// the advice says how much of the steady time that took and what of it waited on that loader, and those
+// steps ask about the pass; the same loop without the passes gets nothing of it (held-out
+// loop with gradient accumulation and a validation loader, here, 2026-12-07).
+TEST(Advice, EvaluationPassesInsideStepsAreNamedWithTheirLoadersCost) {
+  const auto loop = [](double eval_wait_ms, bool with_eval) {  // each evaluation batch waited for eval_wait_ms
+    Loop l({});
+    double t = 0;
+    for (int k = 0; k < 12; ++k) {
+      const double s0 = t;
+      l.range(Role::step, "step", s0, s0 + 0, k, k);  // its end set below
+      const std::size_t step_index = l.t.ranges.size() - 1;
+      l.range(Role::wait_batch, "wait_batch", t, t + 5, k, k);
+      l.range(Role::decode, "decode", t - 20, t + 5, -1, k, 1, 24);
+      l.call("cudaLaunchKernel", t + 5, t + 5.1, k, ActivityKind::kernel, "k", t + 5.1, t + 25);
+      t += 25;
+      if (with_eval && (k == 4 || k == 8)) {
+        const std::int64_t serial = k == 4 ? 1 : 2;
+        l.range(Role::decode, record::kPythonIteratorStartName, t, t + 30, k, serial << 40, 0, 30);
+        t += 30;
+        for (int i = 0; i < 3; ++i) {
+          const std::int64_t batch = serial << 40 | i;
+          l.range(Role::user, record::kPythonEvalIterationName, t, t + eval_wait_ms + 2, k, batch);
+          l.range(Role::wait_batch, "DataLoader __next__ (wait for batch)", t, t + eval_wait_ms, k, batch);
+          l.range(Role::decode, "decode", t, t + eval_wait_ms, -1, batch, 1, eval_wait_ms * 0.95);
+          t += eval_wait_ms + 2;
+        }
+      }
+      l.t.ranges[step_index].end_ns = test_traces::Builder::ns(t);
+    }
+    return diagnose(l.t);
+  };
+  const Report eval = loop(20, true), none = loop(20, false);
+  ASSERT_TRUE(has(eval, Advice::evaluation_in_steps)) << all(eval);
+  EXPECT_NE(all(eval).find("evaluation inside 2 training steps: 6 iterations without a backward pass"), std::string::npos) << all(eval);
+  EXPECT_NE(all(eval).find("120 ms of it waiting for the evaluation DataLoader's batches, 60 ms starting its worker processes (2 times)"),
+            std::string::npos) << all(eval);
+  EXPECT_NE(all(eval).find("persistent_workers=True on the evaluation DataLoader"), std::string::npos) << all(eval);
+  EXPECT_NE(eval.steps[8].next_question.find("evaluation pass"), std::string::npos) << eval.steps[8].next_question;
+  EXPECT_EQ(eval.steps[7].next_question.find("evaluation pass"), std::string::npos) << eval.steps[7].next_question;
+  EXPECT_FALSE(has(none, Advice::evaluation_in_steps)) << all(none);
 }
 
 }  // namespace

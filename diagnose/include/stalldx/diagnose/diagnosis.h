@@ -168,9 +168,9 @@ enum class Advice : std::uint8_t {
   record_longer, collect_device_records, input_keeps_up, storage_latency, bandwidth_cap, more_workers, oversubscribed,
   enable_dct_scaling, enable_roi_decode, uint8_output, pinned_memory, batch_copies, pin_once, drop_step_sync, launch_rate,
   add_ranges, split_wait, low_confidence, consumer_starved, bursty_input, input_spikes, startup_in_steady_state, host_paced, name_steps,
-  iterator_per_step, worker_restarts,
+  iterator_per_step, worker_restarts, evaluation_in_steps,
 };
-inline constexpr int kAdviceCount = static_cast<int>(Advice::worker_restarts) + 1;  // keep on the last kind
+inline constexpr int kAdviceCount = static_cast<int>(Advice::evaluation_in_steps) + 1;  // keep on the last kind
 // Its stable name in the JSON report ("bursty_input", "storage_latency", ...): for scripts that act on advice.
 const char* advice_name(Advice a);
 // "high", or "lowered: <reason>; <reason>": how every report prints a coverage's confidence.

@@ -52,6 +52,10 @@ inline constexpr const char* kPythonBackwardStepName = "training loop iteration 
 // The name it gives a DataLoader iteration in which no backward pass ran, once the process has made one
 // (a validation loader's): a range of role user, not a step; the report counts them apart.
 inline constexpr const char* kPythonEvalIterationName = "DataLoader loop iteration without a backward pass (evaluation)";
+// The name it gives a multi-process DataLoader iterator's construction (its worker processes started: once
+// an epoch, or every evaluation pass of a loader without persistent workers): role decode, its payload
+// the batch id of the iterator's first batch.
+inline constexpr const char* kPythonIteratorStartName = "DataLoader iterator start (worker processes)";
 // The name it gives a DataLoader iteration on a thread that never runs a backward pass while another
 // thread does (a prefetch thread filling the loop's queue): role user; the loop's steps are its backward passes.
 inline constexpr const char* kPythonPrefetchIterationName = "DataLoader iteration on a thread that runs no backward pass (a prefetch thread)";

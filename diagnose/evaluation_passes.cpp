@@ -1,0 +1,62 @@
+// Evaluation passes inside training steps (evaluation_passes.h).
+#include "evaluation_passes.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "stalldx/record/part_format.h"
+
+namespace stalldx::diagnose {
+
+namespace {
+constexpr double kNsPerMs = 1e6;
+std::int64_t iterator_of(std::int64_t batch) { return batch >> record::kBatchIteratorShift; }
+}  // namespace
+
+EvaluationPasses find_evaluation_passes(const Trace& t, const TraceIndex& ix, const Report& rep, int skip) {
+  EvaluationPasses out;
+  const auto eval_name = t.names.find(record::kPythonEvalIterationName);
+  if (!eval_name) return out;
+  std::set<std::int64_t> looked_at;
+  for (const StepDiagnosis& s : rep.steps) {
+    if (s.warmup || skip-- > 0) continue;
+    looked_at.insert(s.step);
+    out.window_ms += s.window_ms;
+  }
+  // Per step: the evaluation iterations' span and their loaders (iterator fields of their batch ids).
+  struct Span {
+    std::int64_t begin = INT64_MAX, end = INT64_MIN;
+    std::set<std::int64_t> loaders;
+  };
+  std::map<std::int64_t, Span> spans;
+  for (const HostRange* r : ix.consumer_ranges) {
+    if (r->role != Role::user || r->name != *eval_name || r->step < 0 || looked_at.count(r->step) == 0) continue;
+    Span& sp = spans[r->step];
+    sp.begin = std::min(sp.begin, r->begin_ns);
+    sp.end = std::max(sp.end, r->end_ns);
+    if (r->batch >= 0) sp.loaders.insert(iterator_of(r->batch));
+    ++out.iterations;
+  }
+  if (spans.empty()) return out;
+  // The loaders' own waits and worker starts in those steps (a start comes just before the first iteration).
+  for (const HostRange* r : ix.consumer_ranges) {
+    auto it = spans.find(r->step);
+    if (it == spans.end() || r->batch < 0 || it->second.loaders.count(iterator_of(r->batch)) == 0) continue;
+    const std::string& name = t.name(r->name);
+    if (r->role == Role::wait_batch) {
+      out.wait_ms += (r->end_ns - r->begin_ns) / kNsPerMs;
+    } else if (name == record::kPythonIteratorStartName) {
+      out.worker_start_ms += (r->end_ns - r->begin_ns) / kNsPerMs;
+      ++out.worker_starts;
+      it->second.begin = std::min(it->second.begin, r->begin_ns);
+    }
+  }
+  for (const auto& [step, sp] : spans) {
+    out.steps.insert(step);
+    out.ms += (sp.end - sp.begin) / kNsPerMs;
+  }
+  return out;
+}
+
+}  // namespace stalldx::diagnose
