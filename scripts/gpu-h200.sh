@@ -44,7 +44,9 @@ py="env -u LD_LIBRARY_PATH python3 examples/torch/train_resnet50.py --data $data
 plain="env -u LD_LIBRARY_PATH python3 examples/torch/train_plain.py --data $data"
 seed="--device cuda --batch 128 --workers 16 --prefetch 2 --device-ms 30 --warmup 3"
 { date -u +%FT%TZ; nvidia-smi -L; nproc  # and the CUPTI the bundle loads (its version matters to CUPTI's finalize: docs/record.md)
-  ls -l /usr/local/cuda/lib64/libcupti.so*; grep -A3 '"cuda_cupti"' /usr/local/cuda/version.json; } > "$OUT/machine.txt" 2>&1
+  ls -l /usr/local/cuda/lib64/libcupti.so*; ls -d /usr/local/cuda/dist-info/*cupti* 2>/dev/null; grep -A3 '"cuda_cupti"' /usr/local/cuda/version.json
+  env -u LD_LIBRARY_PATH python3 -c 'import importlib.metadata as m; print([(d.metadata["Name"], d.version) for d in m.distributions() if "cupti" in (d.metadata["Name"] or "").lower()])'
+} > "$OUT/machine.txt" 2>&1
 case "${1:-check}" in
 check)
   gpu_test > "$OUT/gpu_test.txt" 2>&1; echo "gpu_test rc=$?" >> "$OUT/gpu_test.txt"
