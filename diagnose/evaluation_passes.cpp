@@ -40,13 +40,13 @@ EvaluationPasses find_evaluation_passes(const Trace& t, const TraceIndex& ix, co
   }
   if (spans.empty()) return out;
   // The loaders' own waits and worker starts in those steps (a start comes just before the first iteration).
+  const auto start_name = t.names.find(record::kPythonIteratorStartName);
   for (const HostRange* r : ix.consumer_ranges) {
     auto it = spans.find(r->step);
     if (it == spans.end() || r->batch < 0 || it->second.loaders.count(iterator_of(r->batch)) == 0) continue;
-    const std::string& name = t.name(r->name);
     if (r->role == Role::wait_batch) {
       out.wait_ms += (r->end_ns - r->begin_ns) / kNsPerMs;
-    } else if (name == record::kPythonIteratorStartName) {
+    } else if (start_name && r->name == *start_name) {
       out.worker_start_ms += (r->end_ns - r->begin_ns) / kNsPerMs;
       ++out.worker_starts;
       it->second.begin = std::min(it->second.begin, r->begin_ns);

@@ -9,7 +9,7 @@
 // finalize, none does. A collector starting before the finalize calls the request off. The recorder's
 // own thread also drives the finalize (drive_cupti_detach: calls of its own whose exits are candidates),
 // for a program that makes no CUDA call after a window; in a busy loop a program call's exit comes first
-// (example 2 on the H100, 2026-12-07: 2–3 ms on its thread, once a window; set_finalize_observer shows
+// (example 2 on the H100, 2026-12-07: 2–10 ms on its thread, once a window; set_finalize_observer shows
 // where each was made).
 //
 // When: finalizing while another thread is inside CUPTI's dispatch of a call crashed PyTorch runs

@@ -123,9 +123,13 @@ class RecorderWork {
   ~RecorderWork() {
     std::int64_t end = 0, cpu = 0, runq = 0;
     stalldx::inject::thread_clocks(end, cpu, runq);
+    recorder_range(stalldx::inject::name_id(name_), window_, begin_, end, cpu - cpu_, runq_ >= 0 && runq >= 0 ? runq - runq_ : -1);
+  }
+  // One range of the recorder's own work on the calling thread (role user, NVTX domain "stalldx").
+  static void recorder_range(std::uint32_t name, std::int64_t window, std::int64_t begin_ns, std::int64_t end_ns, std::int64_t cpu_ns,
+                             std::int64_t runq_ns) {
     static const std::uint32_t domain = stalldx::inject::domain_id(stalldx::record::kStalldxDomain);
-    stalldx::inject::complete(stalldx::inject::name_id(name_), domain, static_cast<std::uint32_t>(stalldx::Role::user) + 1, window_,
-                              begin_, end, cpu - cpu_, runq_ >= 0 && runq >= 0 ? runq - runq_ : -1);
+    stalldx::inject::complete(name, domain, static_cast<std::uint32_t>(stalldx::Role::user) + 1, window, begin_ns, end_ns, cpu_ns, runq_ns);
   }
   RecorderWork(const RecorderWork&) = delete;
   RecorderWork& operator=(const RecorderWork&) = delete;
@@ -234,11 +238,9 @@ bool on_window(WindowAction action, std::int64_t window, bool may_refuse) {
 // A finalize, as a range of the thread that made it: the closer's, or a program thread's call exit (its
 // step paid for it).
 void on_finalize(std::int64_t begin_ns, std::int64_t end_ns, bool by_driver) {
-  static const std::uint32_t domain = stalldx::inject::domain_id(stalldx::record::kStalldxDomain);
   static const std::uint32_t by_us = stalldx::inject::name_id("stalldx recorder: CUPTI finalized");
   static const std::uint32_t by_program = stalldx::inject::name_id("stalldx recorder: CUPTI finalized at a program call's exit");
-  stalldx::inject::complete(by_driver ? by_us : by_program, domain, static_cast<std::uint32_t>(stalldx::Role::user) + 1, -1, begin_ns,
-                            end_ns, -1, -1);
+  RecorderWork::recorder_range(by_driver ? by_us : by_program, -1, begin_ns, end_ns, -1, -1);
 }
 
 std::thread* g_closer = nullptr;  // leaked: joined at exit, never destroyed (exit-time destructors)
