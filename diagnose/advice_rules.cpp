@@ -73,12 +73,13 @@ void advise_evaluation_in_steps(const AdviceInputs& in, const EvaluationPasses& 
                          e.worker_starts, e.worker_starts == 1 ? "" : "s");
   in.say(Advice::evaluation_in_steps,
          fmt::format("evaluation inside {} training step{}: {} iterations without a backward pass took {:.0f} ms, {:.0f}% of steady time{}{} — "
-                     "{}those steps' waits on it are the evaluation's input, not the training's: evaluate less often or on fewer batches "
+                     "{}those steps' waits on it are the evaluation's input, not the training's{}: evaluate less often or on fewer batches "
                      "if that is too much",
                      e.steps.size(), e.steps.size() == 1 ? "" : "s", e.iterations, e.ms, 100 * e.ms / e.window_ms, parts.empty() ? "" : "; ",
                      parts,
                      e.worker_starts > 1 ? "persistent_workers=True on the evaluation DataLoader keeps its workers from one pass to the next; "
-                                         : ""));
+                                         : "",
+                     e.set_aside().empty() ? "" : " (the headline and the advice on the training's input leave those steps out)"));
 }
 
 void advise_input_shape(const AdviceInputs& in) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <utility>
+#include <vector>
 
 #include "stalldx/record/part_format.h"
 
@@ -19,9 +20,12 @@ EvaluationPasses find_evaluation_passes(const Trace& t, const TraceIndex& ix, co
   const auto eval_name = t.names.find(record::kPythonEvalIterationName);
   if (!eval_name) return out;
   std::set<std::int64_t> looked_at;
+  std::vector<const StepDiagnosis*> windows;  // the looked-at steps, in time order
   for (const StepDiagnosis& s : rep.steps) {
     if (s.warmup || skip-- > 0) continue;
     looked_at.insert(s.step);
+    windows.push_back(&s);
+    ++out.looked_at;
     out.window_ms += s.window_ms;
   }
   // Per step: the evaluation iterations' span and their loaders (iterator fields of their batch ids).
@@ -52,9 +56,18 @@ EvaluationPasses find_evaluation_passes(const Trace& t, const TraceIndex& ix, co
       it->second.begin = std::min(it->second.begin, r->begin_ns);
     }
   }
+  // Each pass's steps: those whose windows overlap it (windows are relative to the trace origin, in ms).
+  const auto at = [&](double window_ms) { return t.meta.origin_ns + static_cast<std::int64_t>(window_ms * kNsPerMs); };
   for (const auto& [step, sp] : spans) {
-    out.steps.insert(step);
     out.ms += (sp.end - sp.begin) / kNsPerMs;
+    auto w = std::lower_bound(windows.begin(), windows.end(), sp.begin,
+                              [&](const StepDiagnosis* s, std::int64_t ns) { return at(s->window_end_ms) <= ns; });
+    bool any = false;
+    for (; w != windows.end() && at((*w)->window_begin_ms) < sp.end; ++w) {
+      out.steps.insert((*w)->step);
+      any = true;
+    }
+    if (!any) out.steps.insert(step);
   }
   return out;
 }

@@ -14,7 +14,7 @@ namespace {
 double pct(double share) { return 100 * share; }
 }  // namespace
 
-Headline make_headline(const Report& rep, const StartupSteps& startup) {
+Headline make_headline(const Report& rep, const StartupSteps& startup, const std::set<std::int64_t>& evaluation) {
   Headline h;
   const bool device = rep.coverage.device_records;
   double window = 0, busy = 0;
@@ -24,6 +24,7 @@ Headline make_headline(const Report& rep, const StartupSteps& startup) {
   for (const StepDiagnosis& s : rep.steps) {
     if (s.warmup) continue;
     if (skip > 0) { --skip; continue; }
+    if (evaluation.count(s.step) > 0) { ++h.evaluation_steps; continue; }
     window += s.window_ms;
     busy += s.busy_ms;
     for (int c = 0; c < kClassCount; ++c) cls[c] += s.class_ms[c];
@@ -47,7 +48,9 @@ Headline make_headline(const Report& rep, const StartupSteps& startup) {
     h.starved = starved_ms / window;
     h.submission = std::max(0.0, h.submission - h.starved);
   }
-  const std::string of = h.after_startup ? "steady time after start-up" : "steady time";
+  std::string of = h.after_startup ? "steady time after start-up" : "steady time";
+  if (h.evaluation_steps > 0)
+    of += fmt::format(" outside the {} step{} that ran an evaluation pass", h.evaluation_steps, h.evaluation_steps == 1 ? "" : "s");
   std::string split = fmt::format("retrieval {:.0f} %, decoding {:.0f} %", pct(h.retrieval), pct(h.decoding));
   if (pct(h.unsplit) >= 0.5)  // waits whose producers left no records: input, of a kind not known
     split = pct(h.retrieval + h.decoding) < 0.5

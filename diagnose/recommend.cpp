@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "advice_rules.h"
 #include "headline.h"
@@ -112,20 +113,23 @@ void build_run_summary(const Trace& t, const TraceIndex& ix, const Thresholds& t
     say(Advice::record_longer, fmt::format("this capture is too short to describe steady state ({} steady steps): record more steps", sum.steady_steps));
   // Start-up counted as steady state is named with the warm-up that sets it aside; the advice is about
   // the steps after it (`basis`, their totals): the totals printed include it.
+  // Steps that ran an evaluation pass (a minority of them) are left out the same way: their waits are
+  // the evaluation loader's, named by their own advice, not the training's input.
   const StartupSteps startup = find_startup_steps(rep);
-  sum.headline = make_headline(rep, startup);
+  const EvaluationPasses evaluation = find_evaluation_passes(t, ix, rep, startup.count);
+  const std::set<std::int64_t> set_aside = evaluation.set_aside();
+  sum.headline = make_headline(rep, startup, set_aside);
   RunSummary basis;
   int startup_left = startup.count;
   for (const StepDiagnosis& s : rep.steps) {
     if (s.warmup) continue;
     if (startup_left > 0) --startup_left;
-    else add_totals(basis, s);
+    else if (set_aside.count(s.step) == 0) add_totals(basis, s);
   }
   const AdviceInputs in{t, ix, th, rep, sum, basis, startup, advice};
   const IteratorRestarts restarts = find_iterator_restarts(ix, rep, startup.count);
   advise_iterator_per_step(in, restarts);
   advise_worker_restarts(in, restarts);
-  const EvaluationPasses evaluation = find_evaluation_passes(t, ix, rep, startup.count);
   advise_evaluation_in_steps(in, evaluation);
   const bool evaluation_costly = evaluation.costly(kEvaluationShare);
   // The steps behind those findings ask what the run's finding says, not what their decode's CPU ratio would.

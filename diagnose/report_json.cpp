@@ -43,7 +43,7 @@ std::string report_json(const Report& rep) {
   const Coverage& c = rep.coverage;
   nlohmann::ordered_json j;  // the headline first, as in every report
   const Headline& h = rep.summary.headline;
-  j["headline"] = {{"bound", bound_name(h.bound, c.standin)}, {"text", h.text}, {"after_startup", h.after_startup},
+  j["headline"] = {{"bound", bound_name(h.bound, c.standin)}, {"text", h.text}, {"after_startup", h.after_startup}, {"evaluation_steps_left_out", h.evaluation_steps},
                    {"share", {{"input", h.input}, {"retrieval", h.retrieval}, {"decoding", h.decoding}, {"unsplit", h.unsplit},
                               {"submission", h.submission}, {"unattributed", h.unattributed}, {"starved", h.starved}, {"busy", h.busy}}}};
   j["device"] = rep.device;

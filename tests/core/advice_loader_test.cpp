@@ -75,11 +75,11 @@ TEST(Advice, CostlyWorkerStartUpEachEpochAsksForPersistentWorkers) {
 
 // A training loop that runs a validation pass (another DataLoader, iterated without a backward pass, the
 // hook's evaluation iterations) inside steps 4 and 8, its loader starting its worker processes each time:
-// the advice says how much of the steady time that took and what of it waited on that loader, and those
-// steps ask about the pass; the same loop without the passes gets nothing of it (held-out
+// the advice says how much of the steady time that took and what of it waited on that loader, and the
+// steps whose windows hold the passes ask about them; the same loop without the passes gets nothing of it (held-out
 // loop with gradient accumulation and a validation loader, here, 2026-12-07).
 TEST(Advice, EvaluationPassesInsideStepsAreNamedWithTheirLoadersCost) {
-  const auto loop = [](double eval_wait_ms, bool with_eval) {  // each evaluation batch waited for eval_wait_ms
+  const auto loop = [](double eval_wait_ms, bool with_eval, bool every_step = false) {  // each evaluation batch waited for eval_wait_ms
     Loop l({});
     double t = 0;
     for (int k = 0; k < 12; ++k) {
@@ -90,8 +90,8 @@ TEST(Advice, EvaluationPassesInsideStepsAreNamedWithTheirLoadersCost) {
       l.range(Role::decode, "decode", t - 20, t + 5, -1, k, 1, 24);
       l.call("cudaLaunchKernel", t + 5, t + 5.1, k, ActivityKind::kernel, "k", t + 5.1, t + 25);
       t += 25;
-      if (with_eval && (k == 4 || k == 8)) {
-        const std::int64_t serial = k == 4 ? 1 : 2;
+      if (with_eval && (every_step || k == 4 || k == 8)) {
+        const std::int64_t serial = k + 1;
         l.range(Role::decode, record::kPythonIteratorStartName, t, t + 30, k, serial << 40, 0, 30);
         t += 30;
         for (int i = 0; i < 3; ++i) {
@@ -112,9 +112,22 @@ TEST(Advice, EvaluationPassesInsideStepsAreNamedWithTheirLoadersCost) {
   EXPECT_NE(all(eval).find("120 ms of it waiting for the evaluation DataLoader's batches, 60 ms starting its worker processes (2 times)"),
             std::string::npos) << all(eval);
   EXPECT_NE(all(eval).find("persistent_workers=True on the evaluation DataLoader"), std::string::npos) << all(eval);
-  EXPECT_NE(eval.steps[8].next_question.find("evaluation pass"), std::string::npos) << eval.steps[8].next_question;
+  // On the device's timeline a pass after step 8's launch is idle time in step 9's window: step 9 asks.
+  EXPECT_NE(eval.steps[9].next_question.find("evaluation pass"), std::string::npos) << eval.steps[9].next_question;
+  EXPECT_EQ(eval.steps[8].next_question.find("evaluation pass"), std::string::npos) << eval.steps[8].next_question;
   EXPECT_EQ(eval.steps[7].next_question.find("evaluation pass"), std::string::npos) << eval.steps[7].next_question;
   EXPECT_FALSE(has(none, Advice::evaluation_in_steps)) << all(none);
+  // The headline weighs the training steps: those two steps are left out of it, and it says so; its
+  // shares are then the loop's without the passes. A pass in every step is the loop itself: kept.
+  EXPECT_NE(eval.summary.headline.text.find("outside the 2 steps that ran an evaluation pass"), std::string::npos) << eval.summary.headline.text;
+  EXPECT_EQ(eval.summary.headline.evaluation_steps, 2);
+  EXPECT_NEAR(eval.summary.headline.input, none.summary.headline.input, 0.01) << eval.summary.headline.text << " / " << none.summary.headline.text;
+  EXPECT_EQ(none.summary.headline.evaluation_steps, 0);
+  EXPECT_EQ(none.summary.headline.text.find("evaluation"), std::string::npos) << none.summary.headline.text;
+  const Report every = loop(20, true, true);
+  ASSERT_TRUE(has(every, Advice::evaluation_in_steps)) << all(every);
+  EXPECT_EQ(every.summary.headline.evaluation_steps, 0);
+  EXPECT_GT(every.summary.headline.input, none.summary.headline.input + 0.2) << every.summary.headline.text;
 }
 
 }  // namespace

@@ -198,6 +198,7 @@ struct Headline {
   // waiting for a CPU (starved) is part of its own work, slowed by a busy host, not a launch cost.
   double input = 0, retrieval = 0, decoding = 0, unsplit = 0, submission = 0, unattributed = 0, starved = 0, busy = -1;
   bool after_startup = false;
+  int evaluation_steps = 0;  // steady steps that ran an evaluation pass, left out of the shares (0: none left out)
   std::string text;  // "input-bound: the loop waited on input 86 % of steady time (retrieval 76 %, decoding 10 %)"
 };
 
