@@ -144,7 +144,9 @@ void advise_decoding(const AdviceInputs& in) {
   // children, threads without ranges): the host's cores are taken.
   const bool starved = producers_starved || in.ix.loop_starved();
   const bool full = in.ours && in.cores > 0 && in.cfg.workers + 1 >= in.cores;  // workers + the consumer already fill the cores
-  if (starved || full) {
+  // Another program's own decoding threads + its loop fill the host's cores (seen in the trace): the same.
+  const bool foreign_full = !in.ours && in.ix.decoders_fill_cores();
+  if (starved || full || foreign_full) {
     std::string why;
     if (starved) {
       why = !producers_starved
@@ -165,9 +167,14 @@ void advise_decoding(const AdviceInputs& in) {
       else
         why += fmt::format(" — more workers would make it worse: give the pipeline the CPU it is denied ({})",
                            others.empty() ? "find what else runs on the host" : others);
-    } else {
+    } else if (full) {
       why = fmt::format("{} workers + the consumer already fill the {} usable cores — more workers cannot run; cheaper decode is what helps",
                         in.cfg.workers, in.cores);
+    } else {
+      why = fmt::format("its {} decoding thread{} + the loop{} already fill the {} usable cores — more workers cannot run; make each "
+                        "sample cheaper or give the job more cores",
+                        in.ix.decode_threads, in.ix.decode_threads == 1 ? "" : "s",
+                        in.ix.loop_cpu >= 0 ? fmt::format(" (on a CPU {:.0f}% of its time)", 100 * in.ix.loop_cpu) : "", in.ix.cores);
     }
     in.say(Advice::oversubscribed, fmt::format("decoding: {:.0f} ms of stall; {}", in.stall(StallClass::decoding), why));
   } else {

@@ -120,6 +120,39 @@ TEST(Verdicts, StarvedProducersThatFillTheCoresThemselvesAreNamed) {
   EXPECT_EQ(text.find("find what else runs"), std::string::npos) << text;
 }
 
+// Producers running flat out (not starved: on a CPU all their wall time) whose threads + the loop fill the
+// host's 2 cores: "more workers" cannot run there — the advice says the cores are full, as the step's
+// question does; on 8 cores it is more workers (held-out loop with a background prefetch thread, here,
+// 2026-12-07, said both at once).
+TEST(Verdicts, CpuBoundProducersThatFillTheCoresGetNoMoreWorkers) {
+  const auto advice = [](int cores) {
+    Builder b;
+    b.t.threads = {{0, 100, "consumer"}, {1, 101, "worker 1"}, {2, 102, "worker 2"}};
+    double t = 0;
+    for (int k = 0; k < 12; ++k) {
+      b.range(Role::step, "step", t, t + 30.2, k, k, 0, 14);
+      b.range(Role::wait_batch, "wait", t, t + 15, k, k, 0, 0.1);
+      b.range(Role::decode, "decode + transform", t - 10, t + 15, -1, k, 1 + k % 2, 24.5, 0.2);
+      b.range(Role::submit, "submit", t + 15, t + 15.2, k, k);
+      b.launch("cudaLaunchKernel", t + 15, t + 15.1, ActivityKind::kernel, "step_kernel", t + 15.1, t + 30.1, k);
+      t += 30.2;
+    }
+    b.t.meta.host_facts.cpus = b.t.meta.host_facts.usable_cpus = cores;
+    return diagnose(b.t).summary.advice;
+  };
+  const auto find = [](const std::vector<Advised>& all, Advice kind) {
+    for (const Advised& a : all)
+      if (a.kind == kind) return a.text;
+    return std::string();
+  };
+  const auto two = advice(2), eight = advice(8);
+  EXPECT_EQ(find(two, Advice::more_workers), "");
+  EXPECT_NE(find(two, Advice::oversubscribed).find("its 2 decoding threads + the loop (on a CPU"), std::string::npos) << find(two, Advice::oversubscribed);
+  EXPECT_NE(find(two, Advice::oversubscribed).find("already fill the 2 usable cores"), std::string::npos) << find(two, Advice::oversubscribed);
+  EXPECT_NE(find(eight, Advice::more_workers), "");
+  EXPECT_EQ(find(eight, Advice::oversubscribed), "");
+}
+
 TEST(Verdicts, SubmissionFromPageableCopies) {
   Builder b;
   double t = 0;
