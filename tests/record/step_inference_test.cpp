@@ -149,7 +149,9 @@ TEST(StepInference, TheIdleBeforeEachInferredBatchCopyIsInputNotSubmission) {
   EXPECT_EQ(input, 9);
   const diagnose::Report launches = run(0, 40);
   for (const diagnose::StepDiagnosis& s : launches.steps)
-    if (!s.warmup && s.step > 0) EXPECT_EQ(s.verdict, diagnose::Verdict::submission) << s.evidence;
+    if (!s.warmup && s.step > 0) {
+      EXPECT_EQ(s.verdict, diagnose::Verdict::submission) << s.evidence;
+    }
   // Named steps: the key is gone, the idle is what it was.
   Built named(1);
   for (int k = 0; k < 6; ++k) named.range(0, "step " + std::to_string(k), k * 10, k * 10 + 10, Role::step);
