@@ -62,10 +62,12 @@ TraceIndex::TraceIndex(const Trace& t, const Thresholds& th) : trace(t), thresho
   // Each decoding thread's span, first decode to last; at most how many of them overlap (a DataLoader's
   // workers of one epoch, not every epoch's: they are new processes each epoch).
   std::map<std::uint32_t, std::pair<std::int64_t, std::int64_t>> decoders;
+  std::map<std::uint32_t, std::vector<const HostRange*>> decodes_by_thread;
   for (const HostRange& r : t.ranges)
     if (r.role == Role::decode && r.thread != consumer) {
       auto [it, fresh] = decoders.try_emplace(r.thread, r.begin_ns, r.end_ns);
       if (!fresh) it->second = {std::min(it->second.first, r.begin_ns), std::max(it->second.second, r.end_ns)};
+      decodes_by_thread[r.thread].push_back(&r);
     }
   std::vector<std::pair<std::int64_t, int>> edges;  // (time, +1 begin / -1 end); ends first at a tie
   for (const auto& [thread, span] : decoders) {
@@ -73,7 +75,24 @@ TraceIndex::TraceIndex(const Trace& t, const Thresholds& th) : trace(t), thresho
     edges.emplace_back(span.second, -1);
   }
   std::sort(edges.begin(), edges.end());
-  for (int open = 0; const auto& [at, d] : edges) decode_threads = std::max(decode_threads, open += d);
+  std::int64_t spanned_ns = 0, opened_at = 0;
+  for (int open = 0; const auto& [at, d] : edges) {
+    if (open == 0 && d > 0) opened_at = at;
+    decode_threads = std::max(decode_threads, open += d);
+    if (open == 0) spanned_ns += at - opened_at;
+  }
+  // Their demand: each thread's outermost decode ranges (one nested in another counted once).
+  std::int64_t demand_ns = 0;
+  for (auto& [thread, rs] : decodes_by_thread) {
+    std::sort(rs.begin(), rs.end(), [](const HostRange* a, const HostRange* b) { return a->begin_ns < b->begin_ns; });
+    std::int64_t covered = INT64_MIN;
+    for (const HostRange* r : rs) {
+      if (r->end_ns <= covered) continue;
+      covered = r->end_ns;
+      demand_ns += r->cpu_ns >= 0 ? r->cpu_ns + std::max<std::int64_t>(0, r->runq_ns) : r->end_ns - r->begin_ns;
+    }
+  }
+  if (spanned_ns > 0) decode_cores = static_cast<double>(demand_ns) / static_cast<double>(spanned_ns);
   if (decode_threads == 0) {
     std::int64_t cpu_ns = 0, wall_ns = 0;
     for (const HostRange& r : t.ranges)

@@ -37,6 +37,10 @@ struct TraceIndex {
   std::int64_t unbatched_longest_ns = 0;
   int warmup = 0;
   int decode_threads = 0;  // most threads off the consumer decoding at once (first to last decode range of each)
+  // The cores those threads asked for: their decode ranges' CPU + run-queue time (the wall time where CPU
+  // was not sampled) over the time any of them was between its first and last decode; -1 = none. A
+  // worker that idles between batches (a loader far ahead of its loop) asks for little of its core.
+  double decode_cores = -1;
   int cores = -1;          // the host's usable CPUs (all online ones where affinity was not recorded); -1 = unknown
   double loop_cpu = -1;     // the consumer's CPU time over its steps' wall time (0..1); -1 = not sampled
   // The share of the time the consumer could run that it spent runnable but not running (its steps'
@@ -59,10 +63,10 @@ struct TraceIndex {
   static constexpr const char* kLoopDecodesWhy =
       "the loop made its batches itself, on its own thread (a DataLoader with num_workers=0, or none), so that work never overlaps "
       "its steps: make them in worker processes or threads (DataLoader num_workers > 0) while the step runs, or make each sample cheaper";
-  // Decoding threads plus the loop's own CPU use (a whole core when not sampled) leave under half a core
-  // of the host free: more workers could not run.
+  // Decoding threads' demand plus the loop's own CPU use (a whole core when not sampled) leave under half
+  // a core of the host free: more workers could not run.
   bool decoders_fill_cores() const {
-    return cores > 0 && decode_threads > 0 && decode_threads + (loop_cpu >= 0 ? loop_cpu : 1.0) > cores - 0.5;
+    return cores > 0 && decode_threads > 0 && decode_cores + (loop_cpu >= 0 ? loop_cpu : 1.0) > cores - 0.5;
   }
   struct Launches { int count = 0; std::int64_t host_ns = 0, first_ns = INT64_MAX, last_ns = 0; };
   std::unordered_map<std::int64_t, Launches> launches_by_step;   // consumer's kernel launch calls (by call.step)

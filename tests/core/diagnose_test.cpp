@@ -31,11 +31,20 @@ TEST(Verdicts, DecodingAlone) {
 }
 
 // CPU-bound decoding asks for more workers only where a core is free for them: with one decoding thread
-// and the loop on a 2-core host the cores are full (a cheaper decode is what helps); on 8 cores they are not.
-// Before, every CPU-bound step said "more workers" whatever the host.
+// busy all the time (it makes the next batch while the device runs) and the loop on a 2-core host the
+// cores are full (a cheaper decode is what helps); on 8 cores they are not. Before, every CPU-bound step
+// said "more workers" whatever the host.
 TEST(Verdicts, CpuBoundDecodingAsksForMoreWorkersOnlyWithFreeCores) {
+  const auto busy_decoder = [](Trace& t) {  // each decode from the previous step's wait on, on a CPU 95 % of it
+    for (HostRange& r : t.ranges)
+      if (r.role == Role::decode) {
+        r.begin_ns = std::max<std::int64_t>(0, r.begin_ns - 20'100'000);
+        r.cpu_ns = static_cast<std::int64_t>(0.95 * static_cast<double>(r.end_ns - r.begin_ns));
+      }
+  };
   for (const int cores : {2, 8}) {
     Trace t = input_bound(Role::decode, 12, 15, 0.95);
+    busy_decoder(t);
     t.meta.host_facts.cpus = 16;
     t.meta.host_facts.usable_cpus = cores;
     const Report r = diagnose(t);
@@ -48,6 +57,7 @@ TEST(Verdicts, CpuBoundDecodingAsksForMoreWorkersOnlyWithFreeCores) {
   // most of a core to a second decoder on 2 cores; one on a CPU 90 % of them does not.
   for (const double loop_cpu : {0.1, 0.9}) {
     Trace t = input_bound(Role::decode, 12, 15, 0.95);
+    busy_decoder(t);
     t.meta.host_facts.cpus = t.meta.host_facts.usable_cpus = 2;
     for (HostRange& r : t.ranges)
       if (r.role == Role::step) r.cpu_ns = static_cast<std::int64_t>(loop_cpu * static_cast<double>(r.end_ns - r.begin_ns));
@@ -57,6 +67,12 @@ TEST(Verdicts, CpuBoundDecodingAsksForMoreWorkersOnlyWithFreeCores) {
       EXPECT_NE(next.find("its 1 thread + the loop (on a CPU 90 % of its time)"), std::string::npos) << next;
     }
   }
+  // A decoder that makes its batch only while the loop waits (idle 57 % of the time, as a loader with no
+  // batch in flight) leaves its core to another worker: more workers, on 2 cores too.
+  Trace idle = input_bound(Role::decode, 12, 15, 0.95);
+  idle.meta.host_facts.cpus = idle.meta.host_facts.usable_cpus = 2;
+  const std::string next = diagnose(idle).steps[5].next_question;
+  EXPECT_NE(next.find("more workers,"), std::string::npos) << next;
 }
 
 // A loop whose batches are made by processes or threads that left no records (multiprocessing
@@ -105,7 +121,8 @@ TEST(Verdicts, StarvedProducersThatFillTheCoresThemselvesAreNamed) {
   for (int k = 0; k < 12; ++k) {
     b.range(Role::step, "step", t, t + 30.2, k, k, 0, 14);
     b.range(Role::wait_batch, "wait", t, t + 15, k, k, 0, 0.1);
-    b.range(Role::decode, "decode + transform", t - 10, t + 15, -1, k, 1 + k % 3, 12, 13);  // runnable about half its wall time
+    // Each worker makes every third batch over three steps, runnable about half its wall time.
+    b.range(Role::decode, "decode + transform", t - 75.6, t + 15, -1, k, 1 + k % 3, 44, 45);
     b.range(Role::submit, "submit", t + 15, t + 15.2, k, k);
     b.launch("cudaLaunchKernel", t + 15, t + 15.1, ActivityKind::kernel, "step_kernel", t + 15.1, t + 30.1, k);
     t += 30.2;
@@ -123,16 +140,24 @@ TEST(Verdicts, StarvedProducersThatFillTheCoresThemselvesAreNamed) {
 // Producers running flat out (not starved: on a CPU all their wall time) whose threads + the loop fill the
 // host's 2 cores: "more workers" cannot run there — the advice says the cores are full, as the step's
 // question does; on 8 cores it is more workers (held-out loop with a background prefetch thread, here,
-// 2026-12-07, said both at once).
+// 2026-12-07, said both at once). Two workers of which one idles most of the time (two loaders zipped,
+// one cheap) do not fill 2 cores: more workers (held-out semi-supervised loop, here, 2026-12-07).
 TEST(Verdicts, CpuBoundProducersThatFillTheCoresGetNoMoreWorkers) {
-  const auto advice = [](int cores) {
+  const auto advice = [](int cores, bool one_idles = false) {
     Builder b;
     b.t.threads = {{0, 100, "consumer"}, {1, 101, "worker 1"}, {2, 102, "worker 2"}};
     double t = 0;
     for (int k = 0; k < 12; ++k) {
-      b.range(Role::step, "step", t, t + 30.2, k, k, 0, 14);
+      b.range(Role::step, "step", t, t + 30.2, k, k, 0, one_idles ? 4 : 14);  // the loop on a CPU 13 % / 46 % of it
       b.range(Role::wait_batch, "wait", t, t + 15, k, k, 0, 0.1);
-      b.range(Role::decode, "decode + transform", t - 10, t + 15, -1, k, 1 + k % 2, 24.5, 0.2);
+      // Each worker makes every other batch over two steps, on a CPU all of it; or one makes them all and
+      // the other a 2 ms piece of each.
+      if (one_idles) {
+        b.range(Role::decode, "decode + transform", t - 15, t + 15, -1, k, 1, 29.5, 0.2);
+        b.range(Role::decode, "decode (small)", t - 15, t - 13, -1, k, 2, 2, 0);
+      } else {
+        b.range(Role::decode, "decode + transform", t - 45.2, t + 15, -1, k, 1 + k % 2, 59, 0.2);
+      }
       b.range(Role::submit, "submit", t + 15, t + 15.2, k, k);
       b.launch("cudaLaunchKernel", t + 15, t + 15.1, ActivityKind::kernel, "step_kernel", t + 15.1, t + 30.1, k);
       t += 30.2;
@@ -145,12 +170,14 @@ TEST(Verdicts, CpuBoundProducersThatFillTheCoresGetNoMoreWorkers) {
       if (a.kind == kind) return a.text;
     return std::string();
   };
-  const auto two = advice(2), eight = advice(8);
+  const auto two = advice(2), eight = advice(8), uneven = advice(2, true);
   EXPECT_EQ(find(two, Advice::more_workers), "");
   EXPECT_NE(find(two, Advice::oversubscribed).find("its 2 decoding threads + the loop (on a CPU"), std::string::npos) << find(two, Advice::oversubscribed);
   EXPECT_NE(find(two, Advice::oversubscribed).find("already fill the 2 usable cores"), std::string::npos) << find(two, Advice::oversubscribed);
   EXPECT_NE(find(eight, Advice::more_workers), "");
   EXPECT_EQ(find(eight, Advice::oversubscribed), "");
+  EXPECT_NE(find(uneven, Advice::more_workers), "");
+  EXPECT_EQ(find(uneven, Advice::oversubscribed), "");
 }
 
 TEST(Verdicts, SubmissionFromPageableCopies) {
