@@ -8,6 +8,7 @@
 
 #include "evaluation_passes.h"
 #include "iterator_restarts.h"
+#include "loader_waits.h"
 #include "startup_steps.h"
 #include "trace_index.h"
 
@@ -49,6 +50,8 @@ void advise_worker_restarts(const AdviceInputs& in, const IteratorRestarts& rest
 // Evaluation passes inside training steps that take kEvaluationShare of the steady window or more: how
 // much of it waited for their loaders or started their workers, and what keeps those (persistent workers).
 inline constexpr double kEvaluationShare = 0.05;
+// "More workers" names which of several loaders advanced each step when its batches took this share of the waits.
+inline constexpr double kDominantLoaderShare = 0.7;
 void advise_evaluation_in_steps(const AdviceInputs& in, const EvaluationPasses& passes);
 // Input that arrives unevenly (spikes, bursts) or keeps up.
 void advise_input_shape(const AdviceInputs& in);
