@@ -62,13 +62,14 @@ TraceIndex::TraceIndex(const Trace& t, const Thresholds& th) : trace(t), thresho
   // Each decoding thread's span, first decode to last; at most how many of them overlap (a DataLoader's
   // workers of one epoch, not every epoch's: they are new processes each epoch).
   std::map<std::uint32_t, std::pair<std::int64_t, std::int64_t>> decoders;
-  std::map<std::uint32_t, std::vector<const HostRange*>> decodes_by_thread;
+  std::map<std::uint32_t, std::vector<const HostRange*>> work_by_thread;  // every producer range of those threads
   for (const HostRange& r : t.ranges)
     if (r.role == Role::decode && r.thread != consumer) {
       auto [it, fresh] = decoders.try_emplace(r.thread, r.begin_ns, r.end_ns);
       if (!fresh) it->second = {std::min(it->second.first, r.begin_ns), std::max(it->second.second, r.end_ns)};
-      decodes_by_thread[r.thread].push_back(&r);
     }
+  for (const HostRange& r : t.ranges)
+    if (is_producer(r.role) && decoders.count(r.thread) > 0) work_by_thread[r.thread].push_back(&r);
   std::vector<std::pair<std::int64_t, int>> edges;  // (time, +1 begin / -1 end); ends first at a tie
   for (const auto& [thread, span] : decoders) {
     edges.emplace_back(span.first, 1);
@@ -81,9 +82,10 @@ TraceIndex::TraceIndex(const Trace& t, const Thresholds& th) : trace(t), thresho
     decode_threads = std::max(decode_threads, open += d);
     if (open == 0) spanned_ns += at - opened_at;
   }
-  // Their demand: each thread's outermost decode ranges (one nested in another counted once).
+  // Their demand: each thread's outermost producer ranges — reads, decodes, collation (one nested in
+  // another counted once).
   std::int64_t demand_ns = 0;
-  for (auto& [thread, rs] : decodes_by_thread) {
+  for (auto& [thread, rs] : work_by_thread) {
     std::sort(rs.begin(), rs.end(), [](const HostRange* a, const HostRange* b) { return a->begin_ns < b->begin_ns; });
     std::int64_t covered = INT64_MIN;
     for (const HostRange* r : rs) {

@@ -37,8 +37,9 @@ struct TraceIndex {
   std::int64_t unbatched_longest_ns = 0;
   int warmup = 0;
   int decode_threads = 0;  // most threads off the consumer decoding at once (first to last decode range of each)
-  // The cores those threads asked for: their decode ranges' CPU + run-queue time (the wall time where CPU
-  // was not sampled) over the time any of them was between its first and last decode; -1 = none. A
+  // The cores those threads asked for: their producer ranges' (read, decode, collate) CPU + run-queue time
+  // (the wall time where CPU was not sampled) over the time any of them was between its first and last
+  // decode; -1 = none. Work outside ranges (a worker process sending its batch) is not counted. A
   // worker that idles between batches (a loader far ahead of its loop) asks for little of its core.
   double decode_cores = -1;
   int cores = -1;          // the host's usable CPUs (all online ones where affinity was not recorded); -1 = unknown
