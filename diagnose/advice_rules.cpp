@@ -199,13 +199,11 @@ void advise_decoding(const AdviceInputs& in) {
     if (!in.ours) {
       const LoaderWaits lw = find_loader_waits(in.ix, in.rep, in.startup.count);
       if (const int d = lw.dominant(kDominantLoaderShare); d >= 0) {
-        double all = 0;
-        for (const double w : lw.wait_ms) all += w;
         static constexpr const char* kPlaces[] = {"first", "second", "third", "fourth"};
         which = fmt::format(" for the {} of the {} DataLoaders the loop advances every step ({:.0f}% of its waits were for that one's "
                             "batches): its num_workers",
                             d < 4 ? std::string(kPlaces[d]) : fmt::format("number {}", d + 1), lw.loaders,
-                            100 * lw.wait_ms[static_cast<std::size_t>(d)] / all);
+                            100 * lw.share(d));
       }
     }
     in.say(Advice::more_workers, fmt::format("decoding: {:.0f} ms of stall on CPU-bound decode — more workers{}{}{}", in.stall(StallClass::decoding),

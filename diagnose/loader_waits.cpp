@@ -9,11 +9,15 @@
 
 namespace stalldx::diagnose {
 
-int LoaderWaits::dominant(double share) const {
+double LoaderWaits::share(int place) const {
   double all = 0;
   for (const double w : wait_ms) all += w;
+  return all > 0 ? wait_ms[static_cast<std::size_t>(place)] / all : 0;
+}
+
+int LoaderWaits::dominant(double at_least) const {
   for (std::size_t i = 0; i < wait_ms.size(); ++i)
-    if (all > 0 && wait_ms[i] >= share * all) return static_cast<int>(i);
+    if (wait_ms[i] > 0 && share(static_cast<int>(i)) >= at_least) return static_cast<int>(i);
   return -1;
 }
 
@@ -21,7 +25,7 @@ LoaderWaits find_loader_waits(const TraceIndex& ix, const Report& rep, int skip)
   std::set<std::int64_t> looked_at;
   for (const StepDiagnosis& s : rep.steps)
     if (!s.warmup && skip-- <= 0) looked_at.insert(s.step);
-  // Per step, its waits in time order (consumer ranges are in time order within a step).
+  // Per step, its waits (put in time order below).
   std::map<std::int64_t, std::vector<const HostRange*>> waits;
   for (const HostRange* r : ix.consumer_ranges)
     if (r->role == Role::wait_batch && r->batch >= 0 && looked_at.count(r->step) > 0) waits[r->step].push_back(r);

@@ -15,6 +15,8 @@ struct LoaderWaits {
   std::vector<double> wait_ms;  // the loop's waits in those steps, by the loader's place in each step's order
   // The loader (0-based place) that took at least `share` of those waits, or -1.
   int dominant(double share) const;
+  // The share of those waits that were for the loader at `place` (0 when there were none).
+  double share(int place) const;
 };
 
 // Over the steady steps of `rep` after the first `skip` (start-up): the consumer's batch waits with batch
