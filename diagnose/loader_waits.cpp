@@ -23,8 +23,10 @@ int LoaderWaits::dominant(double at_least) const {
 
 LoaderWaits find_loader_waits(const TraceIndex& ix, const Report& rep, int skip) {
   std::set<std::int64_t> looked_at;
-  for (const StepDiagnosis& s : rep.steps)
-    if (!s.warmup && skip-- <= 0) looked_at.insert(s.step);
+  for (const StepDiagnosis& s : rep.steps) {
+    if (s.warmup || skip-- > 0) continue;  // as evaluation_passes and iterator_restarts skip start-up
+    looked_at.insert(s.step);
+  }
   // Per step, its waits (put in time order below).
   std::map<std::int64_t, std::vector<const HostRange*>> waits;
   for (const HostRange* r : ix.consumer_ranges)
